@@ -1,0 +1,102 @@
+"""Shared front door of the Hydra entry points (`aac.train`, `aac.eval`).
+
+It adds what plain `@hydra.main` lacks: a default recipe, `model=PATH_OR_HUB_ID` as a
+shorthand for `model.name=...`, and config errors reported as one line naming the key.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from aac.config import ConfigError, register_configs, resource_dir, validate
+
+
+def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
+    model_options = {p.stem for p in (resource_dir("conf") / "model").glob("*.yaml")}
+    out = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key == "model" and value not in model_options and "," not in value:
+            arg = f"model.name={value}"  # a local folder or hub id, not a registry name
+        out.append(arg)
+    has_recipe = any(a.lstrip("+~").startswith("recipe=") for a in out)
+    if default_recipe and not has_recipe and not any(a in ("--help", "-h", "--hydra-help") for a in out):
+        out.append(f"+recipe={default_recipe}")
+    return out
+
+
+def _one_line(e: BaseException) -> str:
+    parts: list[str] = []
+    options: list[str] = []
+    while e is not None:
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        in_options = False
+        for ln in lines:
+            text = ln.strip()
+            if text.startswith("Available options"):
+                in_options = True
+            elif in_options and ln.startswith("\t") and "provider=" not in text:
+                options.append(text)
+            elif text.startswith(("To append", "Config search path", "provider=", "object_type",
+                                  "reference_type", "full_key")):
+                in_options = False
+            elif text not in parts and "$VALUE" not in text:
+                parts.append(text)
+        e = e.__cause__ or e.__context__
+    msg = " ".join(p if p.endswith((".", ":")) else p + ";" for p in parts).rstrip(";")
+    return msg + (f" (options: {', '.join(options)})" if options else "")
+
+
+def _precheck(overrides: list[str], config_name: str) -> None:
+    """Compose once to turn Hydra/OmegaConf errors into one line naming the key."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(str(resource_dir("conf")), version_base=None):
+            cfg = compose(config_name, overrides=overrides)
+        validate(cfg)
+    except ConfigError as e:
+        raise SystemExit(f"aac: config error: {e}") from None
+    except Exception as e:  # Hydra and OmegaConf errors, often nested: flatten to one line
+        raise SystemExit(f"aac: config error: {_one_line(e)}") from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name",
+                     "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+
+
+def _split_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    flags, overrides, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _FLAGS_WITH_VALUE and i + 1 < len(argv):
+            flags += argv[i : i + 2]
+            i += 2
+            continue
+        (flags if arg.startswith("-") else overrides).append(arg)
+        i += 1
+    return flags, overrides
+
+
+def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> None:
+    import hydra
+
+    register_configs()
+    argv = _rewrite_argv(sys.argv[1:], default_recipe)
+    flags, overrides = _split_flags(argv)
+    multirun = any(f in ("-m", "--multirun") for f in flags)
+    if not multirun and not any(f in ("--help", "-h", "--hydra-help", "--info") for f in flags):
+        _precheck(overrides, config_name)
+    sys.argv = [sys.argv[0]] + argv
+    main = hydra.main(config_path=str(resource_dir("conf")), config_name=config_name, version_base=None)(task)
+    main()
+
+
+def repo_root() -> Path:
+    return resource_dir("conf").parent

