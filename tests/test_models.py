@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def test_tiny_qwen3_is_tiny_and_generates(tiny_model_path):
 def test_tiny_qwen3_build_is_deterministic(tmp_path, tiny_model_path):
     env = dict(os.environ, AAC_HOME=str(tmp_path))
     code = "from aac.models import resolve_model; print(resolve_model('tiny_qwen3'))"
-    path = subprocess.run(["python", "-c", code], env=env, capture_output=True, text=True,
+    path = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True).stdout.strip().splitlines()[-1]
     a = (Path(path) / "model.safetensors").read_bytes()
     b = (Path(tiny_model_path) / "model.safetensors").read_bytes()
