@@ -7,8 +7,7 @@ shorthand for `model.name=...`, and config errors reported as one line naming th
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from aac.config import ConfigError, register_configs, resource_dir, validate
 
@@ -96,7 +95,3 @@ def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> N
     sys.argv = [sys.argv[0]] + argv
     main = hydra.main(config_path=str(resource_dir("conf")), config_name=config_name, version_base=None)(task)
     main()
-
-
-def repo_root() -> Path:
-    return resource_dir("conf").parent

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-
-
 @dataclass
 class ModelConfig:
     # registry key (see aac.models), local folder, or HF hub id
@@ -96,7 +94,8 @@ class RolloutConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens_per_turn: int = 1024
-    num_workers: int = 1  # Ray rollout workers (each holds a sandbox pool)
+    num_workers: int = 1  # rollout workers (each holds a sandbox pool and a critic)
+    placement: str = "ray"  # ray: engine, learner, workers in Ray actors | local: one process
     # vLLM engine knobs
     gpu_memory_utilization: float = 0.45  # leaves room on a GPU shared with nothing else
     kv_cache_gb: int = 2  # CPU build: VLLM_CPU_KVCACHE_SPACE
@@ -167,8 +166,10 @@ class TrainConfig:
     eval_every: int = 0  # 0: no periodic evaluation
     eval_limit: int = 8
     resume: Any = False  # false | true (latest in out_dir) | PATH
-    check_sync: bool = True  # compare engine vs learner log-probs after each sync
-    sync_tolerance: float = 0.05
+    keep_checkpoints: int = 3
+    sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
+    check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
+    sync_tolerance: float = 0.05  # max mean |logp_engine - logp_learner| per token (fp32 CPU: ~1e-4)
     recipe_name: str = "none"
 
 
@@ -208,6 +209,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rewards.schedule": ("aac", "final", "sym_info", "no_informativeness"),
     "rewards.advantage": ("final", "episode", "turn"),
     "rollout.engine": ("vllm", "hf", "openai"),
+    "rollout.placement": ("ray", "local"),
     "learner.engine": ("deepspeed", "torch"),
     "learner.dtype": ("float32", "bfloat16", "float16"),
     "eval.mode": ("interactive", "in_context"),

@@ -96,3 +96,26 @@ def test_default_recipe_is_smollm2_cpu(run_module):
     assert out.returncode == 0, out.stderr
     cfg = OmegaConf.create(out.stdout)
     assert cfg.recipe_name == "smollm2_cpu" and cfg.model.name == "smollm2_135m"
+
+
+@pytest.mark.slow
+def test_installed_wheel_carries_configs(tmp_path, run_module):
+    """From an installed wheel (not the checkout), recipes compose the same way."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    str(ROOT), "-w", str(tmp_path / "whl")], check=True, capture_output=True)
+    wheel = next((tmp_path / "whl").glob("aac-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(tmp_path / "site"), str(wheel)], check=True, capture_output=True)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    out = run_module("aac.train", "--cfg", "job", "+recipe=qwen3_8b", cwd=tmp_path, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert OmegaConf.create(out.stdout).recipe_name == "qwen3_8b"
+    where = subprocess.run([sys.executable, "-c", "import aac; print(aac.__file__)"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(tmp_path / "site"))
