@@ -25,7 +25,9 @@ class ModelConfig:
 class SandboxConfig:
     workers: int = 2  # warm worker processes in the pool
     memory_mb: int = 512  # address-space limit per worker
-    cpu_time_s: float = 30.0  # RLIMIT_CPU per call batch
+    cpu_time_s: float = 30.0  # RLIMIT_CPU per call
+    max_warm: Optional[int] = None  # warm worker processes kept (LRU); None: 4 x workers
+    isolation: str = "auto"  # auto (strongest available) | namespaces | userns | landlock | rlimits
     max_output_chars: int = 2000  # repr cap shown to the model
     max_input_chars: int = 10000
     max_input_depth: int = 50
@@ -43,6 +45,8 @@ class EnvConfig:
     max_steps: int = 40  # turns per training episode (T_max)
     max_calls: Optional[int] = None  # function calls per episode (eval: 25)
     call_timeout_s: float = 10.0  # release: 10 s train, 30 s eval
+    max_observation_chars: int = 200  # clip of each input/result shown in prompts
+    max_window_chars: int = 1600  # budget of the observation window (oldest dropped first)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
@@ -204,6 +208,7 @@ def register_configs() -> None:
 CHOICES: dict[str, tuple[str, ...]] = {
     "model.dtype": ("float32", "bfloat16", "float16"),
     "env.on_bad_row": ("warn", "raise"),
+    "env.sandbox.isolation": ("auto", "namespaces", "userns", "landlock", "rlimits"),
     "critic.mode": ("privileged", "symmetric"),
     "critic.backend": ("vllm", "hf", "openai"),
     "rewards.schedule": ("aac", "final", "sym_info", "no_informativeness"),
@@ -237,3 +242,17 @@ def validate(cfg: Any) -> None:
             raise ConfigError(f"{key}={value!r} must be > 0")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
+
+
+def compose(*overrides: str, config_name: str = "config") -> Any:
+    """The composed, validated config for these overrides (for notebooks and tests)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(str(resource_dir("conf")), version_base=None):
+        cfg = hydra_compose(config_name, overrides=list(overrides))
+    validate(cfg)
+    return cfg

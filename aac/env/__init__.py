@@ -1,0 +1,1 @@
+"""The environment: PAU instances, the sandbox that calls untrusted functions, the protocol."""

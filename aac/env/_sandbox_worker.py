@@ -1,0 +1,289 @@
+"""Sandbox worker process: run as a script by `aac.env.sandbox` (standard library only).
+
+Process tree per worker: the parent starts this script, the *supervisor*; it enters the isolation
+namespaces and forks the *worker*, which isolates itself further (`_sandbox_isolate.setup_worker`)
+and then serves calls to one function source over two pipes until end of file. The supervisor
+only waits: it exits with the worker's status (128 + signal, or the exit code) and kills the
+worker as soon as the parent goes away (its lifeline pipe closes).
+
+Each call runs the source in fresh globals (like the release's fresh process per call, so
+mutable module state does not leak between calls), then restores the process state a hostile
+call may have changed (signal handlers and mask, timers, recursion limit, tracing, builtins,
+stdio, cwd). What cannot be restored (threads, memory exhaustion) makes the worker ask to retire.
+"""
+
+from __future__ import annotations
+
+import _signal
+import _thread
+import builtins
+import importlib.util
+import json
+import math
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_aac_sandbox_{name}", os.path.join(_HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+values = _load("values")
+proto = _load("_sandbox_protocol")
+isolate = _load("_sandbox_isolate")
+
+FUNCTION = "test_func"
+MAX_ERROR_CHARS = 1000
+MAX_NORMALIZED_BYTES = 1 << 20  # larger normalised outputs travel as a digest
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+_SIGNALS = [s for s in range(1, 32) if s not in (signal.SIGKILL, signal.SIGSTOP)]
+
+
+def _type_name(obj: object) -> str:
+    try:
+        return str.__str__(type(obj).__name__)
+    except Exception:
+        return "Exception"
+
+
+def format_exception(exc: BaseException) -> str:
+    """`Type: message`, bounded; survives a hostile `__str__`."""
+    try:
+        text = str(exc)
+        text = str.__str__(text)
+    except BaseException:  # noqa: B036 - user code may raise anything
+        text = "<message unavailable>"
+    line = f"{_type_name(exc)}: {text}" if text else _type_name(exc)
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 3] + "..."
+
+
+class _Server:
+    """Serves `load` and `call` requests for one source; state snapshots taken after isolation."""
+
+    def __init__(self, req_fd: int, resp_fd: int, cpu_s: float):
+        self.req_fd, self.resp_fd = req_fd, resp_fd
+        # per call, the soft RLIMIT_CPU sits cpu_s above what the worker has used; its SIGXCPU ends
+        # the worker (the default action would be ignored by PID 1 of a namespace)
+        self.cpu_s = cpu_s
+        self.cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        signal.signal(signal.SIGXCPU, _cpu_exceeded)
+        self.code = None
+        self.load_error = f"NameError: name '{FUNCTION}' is not defined"
+        self.cwd = os.getcwd()
+        self.umask = 0o022
+        os.umask(self.umask)
+        self.reclimit = sys.getrecursionlimit()
+        self.mask = _signal.pthread_sigmask(signal.SIG_BLOCK, ())
+        self.handlers = [(s, _signal.getsignal(s)) for s in _SIGNALS]
+        self.builtins = dict(builtins.__dict__)
+        self.builtin_values = tuple(self.builtins.values())  # identity-compared: cheap change check
+        self.stdout = open(os.devnull, "w")  # user code's sys.stdout and sys.stderr
+        self.stdin = open(os.devnull)
+
+    def serve(self) -> None:
+        reader = proto.BlockingReader(self.req_fd)
+        while True:
+            msg = reader.read()
+            if msg is None:
+                return
+            if msg.get("op") == "load":
+                self.load(msg["source"])
+            elif msg.get("op") == "call":
+                proto.write_all(self.resp_fd, self.call(msg))
+
+    def load(self, source: str) -> None:
+        try:
+            self.code = compile(source, "<source>", "exec", dont_inherit=True)
+        except BaseException as exc:  # noqa: B036 - SyntaxError, MemoryError, RecursionError, ...
+            self.code, self.load_error = None, format_exception(exc)
+
+    def _restore(self) -> bool:
+        try:
+            self.restore()
+            return True
+        except BaseException:  # noqa: B036 - e.g. the call deleted sys.settrace
+            return False
+
+    def restore(self) -> None:
+        """Undo process-wide changes a call may have made."""
+        sys.setrecursionlimit(self.reclimit)
+        sys.settrace(None)
+        sys.setprofile(None)
+        for timer in _TIMERS:
+            if signal.getitimer(timer)[0]:
+                signal.setitimer(timer, 0)
+        _signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+        for sig, handler in self.handlers:
+            if _signal.getsignal(sig) is not handler:
+                _signal.signal(sig, handler)
+        if tuple(builtins.__dict__.values()) != self.builtin_values:
+            builtins.__dict__.clear()
+            builtins.__dict__.update(self.builtins)
+        if self.stdout.closed or self.stdin.closed:
+            self.stdout, self.stdin = open(os.devnull, "w"), open(os.devnull)
+        sys.stdout = sys.stderr = self.stdout
+        sys.stdin = self.stdin
+        os.chdir(self.cwd)
+        os.umask(self.umask)
+
+    def call(self, msg: dict) -> bytes:
+        memory_error = False
+        value = error = None
+        try:
+            soft = min(math.ceil(time.process_time() + self.cpu_s), self.cpu_hard)
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, self.cpu_hard))
+            broken = False
+        except (ValueError, OSError):  # an earlier call lowered the hard limit
+            broken = True
+        start = time.perf_counter()
+        try:
+            args = values.parse_input(msg["input"], spread_list=msg["spread_list"], max_chars=msg["max_chars"],
+                                      max_depth=msg["max_depth"])
+            if self.code is None:
+                error = self.load_error
+            else:
+                scope = {"__name__": "__sandbox__", "__builtins__": builtins}
+                exec(self.code, scope)
+                func = scope.get(FUNCTION)
+                if not callable(func):
+                    raise NameError(f"name '{FUNCTION}' is not defined")
+                value = func(*args)
+        except BaseException as exc:  # noqa: B036 - SystemExit, KeyboardInterrupt: the call's error
+            memory_error = isinstance(exc, MemoryError)
+            error = format_exception(exc)
+        duration = time.perf_counter() - start
+        broken = not self._restore() or broken
+        resp: dict = {"id": msg["id"], "dur": duration}
+        if error is None:
+            plain = True
+            try:
+                try:
+                    resp["plain"] = proto.encode_plain(value)
+                    text = repr(value)  # literal types only and bounded in size: the builtin is safe, and fast
+                except ValueError:
+                    plain = False
+                    text = values.safe_repr(value, msg["max_repr"])
+                resp["repr"] = values.clip(text, msg["max_repr"])
+                resp["norm"] = values.normalize(value)
+            except BaseException as exc:  # noqa: B036 - a hostile __repr__, MemoryError
+                memory_error = memory_error or isinstance(exc, MemoryError)
+                error = "OutputError: " + format_exception(exc)
+            value = None
+            if not plain:  # only then did repr/normalize run the value's own methods
+                broken = not self._restore() or broken
+        if error is not None:
+            resp = {"id": msg["id"], "dur": duration, "error": error}
+        retire = None
+        if memory_error:
+            retire = "memory"
+        elif broken:
+            retire = "state"
+        elif _thread._count():  # threads still running (threading's included)
+            retire = "threads"
+        elif time.process_time() > self.cpu_hard / 2:
+            retire = "cpu"
+        resp["retire"] = retire
+        frame = proto.encode_frame(resp)
+        if len(frame) > MAX_NORMALIZED_BYTES and "norm" in resp:
+            resp["norm"] = values.digest(resp["norm"])
+            resp.pop("plain", None)
+            frame = proto.encode_frame(resp)
+        return frame
+
+
+def _cpu_exceeded(signum: int, frame: object) -> None:
+    os._exit(128 + signal.SIGXCPU)
+
+
+def _worker_main(cfg: dict, req_fd: int, resp_fd: int) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)  # floods of output go nowhere and never block
+        os.close(devnull)
+        import_paths = cfg["sys_path"] + [_HERE]  # checked by the parent, which can see them all
+        details = isolate.setup_worker(cfg["mode"], cfg["tmp_dir"], cfg["memory_mb"], cfg["cpu_s"],
+                                       cfg["tmp_mb"], cfg["fsize_mb"], cfg["nofile"], import_paths)
+        server = _Server(req_fd, resp_fd, cfg["cpu_s"])
+    except BaseException as exc:  # noqa: B036
+        proto.write_all(resp_fd, proto.encode_frame({"op": "fatal", "error": format_exception(exc)}))
+        os._exit(3)
+    proto.write_all(resp_fd, proto.encode_frame({"op": "hello", "details": details}))
+    server.serve()
+
+
+def _supervise(pid: int, life_fd: int) -> int:
+    """Wait for the worker; kill it if the parent goes away. Returns the exit code to report:
+    the worker's, or 128 + the signal that killed it."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    poller = select.poll()
+    poller.register(life_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    if pidfd >= 0:
+        poller.register(pidfd, select.POLLIN)
+    while True:
+        events = poller.poll(None if pidfd >= 0 else 100)
+        if any(fd == life_fd for fd, _ in events):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _, status = os.waitpid(pid, 0)
+            break
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)  # 128 + n reads as "signal n", as in a shell
+
+
+def main() -> None:
+    cfg = json.loads(sys.argv[1])
+    sys.argv[:] = [""]  # as under `python -c`; user code has no business with the configuration
+    # started with -S (faster); import the parent's paths, not this script's folder
+    sys.path[:] = cfg["sys_path"]
+    import site
+
+    site.setquit()  # exit() and quit(), which -S leaves out
+    life_fd, req_fd, resp_fd = cfg["life_fd"], cfg["req_fd"], cfg["resp_fd"]
+    try:
+        isolate.enter(cfg["mode"])
+        go_r, go_w = os.pipe()
+        pid = os.fork()
+    except BaseException as exc:  # noqa: B036
+        proto.write_all(resp_fd, proto.encode_frame({"op": "fatal", "error": format_exception(exc)}))
+        os._exit(2)
+    if pid == 0:
+        try:
+            os.close(go_w)
+            os.close(life_fd)
+            os.read(go_r, 1)  # the parent must learn this pid before the worker can say anything
+            os.close(go_r)
+            _worker_main(cfg, req_fd, resp_fd)
+        except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
+            os._exit(70)
+        os._exit(0)
+    os.close(go_r)
+    proto.write_all(resp_fd, proto.encode_frame({"op": "spawned", "pid": pid}))
+    os.write(go_w, b"g")
+    os.close(go_w)
+    os.close(req_fd)
+    os.close(resp_fd)
+    os._exit(_supervise(pid, life_fd))
+
+
+if __name__ == "__main__":
+    main()
