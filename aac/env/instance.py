@@ -1,0 +1,349 @@
+"""A PAU benchmark instance: the published 8-column schema, read from jsonl, parquet or `datasets`.
+
+Rows are validated on load, so a bad row is reported with its number here rather than crashing an
+episode deep in training. Rows are numbered from 0 in file order (jsonl: row N is line N + 1).
+
+Quirks of the published rows this reader absorbs: the list columns are JSON text; outputs went
+through JSON (tuples are lists, dict keys strings) and some are `repr` strings; the error of a
+context example is the string "None". Outputs are kept as stored: comparisons go through
+`aac.env.values.normalize`, which treats both sides alike.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aac.env.values import InputParseError, parse_input
+
+PAU_COLUMNS = ("test_func_validated", "description", "train_examples", "test_examples",
+               "all_examples", "direct_prompt", "interactive_starting_prompt", "header")
+EXTRA_COLUMNS = ("task_id", "source")
+_LIST_COLUMNS = ("train_examples", "test_examples", "all_examples")
+ON_BAD_ROW = ("warn", "raise")
+_MAX_WARNINGS = 10  # bad rows warned one by one; the rest are counted in one last warning
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used, or (on_bad_row="raise") a bad row; one line, naming the place."""
+
+
+class BadRowWarning(UserWarning):
+    """A row skipped on load (on_bad_row="warn")."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    uid: str
+    source: str
+    code: str  # the `test_func_validated` column
+    description: str
+    header: str
+    train_examples: list[tuple[str, Any]]  # the 2 context examples: (input literal, output)
+    test_examples: list[tuple[str, Any]]  # held out for code match
+    all_examples: list[tuple[str, Any, str | None]]  # (input, output, error)
+    direct_prompt: str = ""
+    interactive_starting_prompt: str = ""
+
+    def to_row(self) -> dict[str, str]:
+        """The PAU row (JSON-encoded list columns) plus task_id and source.
+
+        Empty prompt columns are filled with our own prompts, so a written set is complete.
+        Values JSON cannot hold are written as their repr (as the published rows did).
+        """
+        from aac.env.prompts import in_context_prompt
+
+        def dump(rows: list) -> str:
+            return json.dumps([list(r) for r in rows], default=repr, ensure_ascii=False)
+
+        direct = self.direct_prompt or in_context_prompt(self)[-1]["content"]
+        starting = self.interactive_starting_prompt or _starting_prompt(self)
+        return {
+            "test_func_validated": self.code,
+            "description": self.description,
+            "train_examples": dump(self.train_examples),
+            "test_examples": dump(self.test_examples),
+            "all_examples": dump([(i, o, "None" if e is None else e) for i, o, e in self.all_examples]),
+            "direct_prompt": direct,
+            "interactive_starting_prompt": starting,
+            "header": self.header,
+            "task_id": self.uid,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict, index: int) -> Instance:
+        """Validate one row; raises DatasetError("row N: …") naming what is wrong."""
+        try:
+            return _from_row(row)
+        except _RowError as e:
+            raise DatasetError(f"row {index}: {e}") from None
+
+
+class _RowError(ValueError):
+    pass
+
+
+def _starting_prompt(instance: Instance) -> str:
+    from aac.env.protocol import Episode
+
+    return Episode(instance, caller=_no_call).prompt()[-1]["content"]
+
+
+def _no_call(source: str, input_str: str, timeout_s: float):
+    raise RuntimeError("rendering a prompt makes no call")
+
+
+def code_uid(code: str) -> str:
+    """A short stable id for a function without a task_id: a hash of its source."""
+    return "h" + hashlib.sha256(code.encode()).hexdigest()[:12]
+
+
+def _text(row: dict, column: str) -> str:
+    value = row.get(column)
+    if value is None:
+        raise _RowError(f"missing value in column {column!r}")
+    if not isinstance(value, str):
+        raise _RowError(f"column {column!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _examples(row: dict, column: str, width: int) -> list[tuple]:
+    raw = row.get(column)
+    if raw is None:
+        raise _RowError(f"missing value in column {column!r}")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise _RowError(f"{column}: not valid JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(raw, list) or not raw:
+        raise _RowError(f"{column}: expected a non-empty list of examples")
+    out = []
+    for k, item in enumerate(raw):
+        if not isinstance(item, (list, tuple)) or len(item) not in (2, width):
+            raise _RowError(f"{column}[{k}]: expected [input, output{', error' if width == 3 else ''}]")
+        input_str = item[0]
+        if not isinstance(input_str, str):
+            raise _RowError(f"{column}[{k}]: the input must be a string literal, got {type(input_str).__name__}")
+        try:
+            parse_input(input_str)
+        except InputParseError as e:
+            raise _RowError(f"{column}[{k}]: unparsable input {input_str[:60]!r} ({e})") from None
+        if width == 3:
+            error = item[2] if len(item) == 3 else None
+            out.append((input_str, item[1], None if error in (None, "None", "") else str(error)))
+        else:
+            out.append((input_str, item[1]))
+    return out
+
+
+def _signature(code: str, what: str) -> str:
+    """`test_func(arg0, arg1)` as written in `code` (top level), normalised by the AST."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError) as e:
+        raise _RowError(f"{what} does not parse ({type(e).__name__}: {getattr(e, 'msg', e)})") from None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "test_func":
+            return f"test_func({ast.unparse(node.args)})"
+    raise _RowError(f"{what} defines no top-level test_func")
+
+
+def _from_row(row: dict) -> Instance:
+    code = _text(row, "test_func_validated")
+    header = _text(row, "header")
+    header_sig = _signature(header.strip() + "\n    pass\n", "header")
+    if _signature(code, "test_func_validated") != header_sig:
+        raise _RowError(f"header {header.strip()!r} does not match the def test_func in the code")
+    task_id = row.get("task_id")
+    source = row.get("source")
+    return Instance(
+        uid=str(task_id) if task_id not in (None, "") else code_uid(code),
+        source=str(source) if source not in (None, "") else "unknown",
+        code=code,
+        description=_text(row, "description"),
+        header=header,
+        train_examples=_examples(row, "train_examples", 2),
+        test_examples=_examples(row, "test_examples", 2),
+        all_examples=_examples(row, "all_examples", 3),
+        direct_prompt=_text(row, "direct_prompt"),
+        interactive_starting_prompt=_text(row, "interactive_starting_prompt"),
+    )
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass
+class _Rows:
+    name: str  # shown in messages
+    columns: set[str] | None  # the dataset's columns (jsonl: the union over rows); None: no row decoded
+    rows: Iterable[tuple[int, dict | str]]  # (row number, row) — a str says why a row did not decode
+
+
+def _jsonl_rows(path: Path) -> _Rows:
+    rows: list[tuple[int, dict | str]] = []
+    columns: set[str] = set()
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                rows.append((n, f"not valid JSON ({e.msg} at char {e.pos})"))
+                continue
+            if isinstance(row, dict):
+                columns |= row.keys()
+                rows.append((n, row))
+            else:
+                rows.append((n, f"expected a JSON object, got {type(row).__name__}"))
+    return _Rows(str(path), columns or None, rows)
+
+
+def _file_rows(path: Path) -> _Rows:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        return _jsonl_rows(path)
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except Exception as e:  # pyarrow raises several types for a bad file
+            raise DatasetError(f"{path}: cannot read parquet ({type(e).__name__}: {e})") from None
+        return _Rows(str(path), set(table.column_names), enumerate(table.to_pylist()))
+    raise DatasetError(f"{path}: unsupported file type {suffix!r} (use .jsonl or .parquet)")
+
+
+def _dataset_rows(dataset: Any, name: str, split: str) -> _Rows:
+    import datasets
+
+    if isinstance(dataset, datasets.DatasetDict):
+        if split not in dataset:
+            raise DatasetError(f"{name}: no split {split!r} (has: {', '.join(dataset)})")
+        dataset = dataset[split]
+    return _Rows(name, set(dataset.column_names), enumerate(dataset))
+
+
+def _folder_rows(folder: Path, split: str) -> _Rows:
+    import datasets
+
+    if (folder / "dataset_dict.json").exists() or (folder / "state.json").exists():
+        return _dataset_rows(datasets.load_from_disk(str(folder)), str(folder), split)
+    for candidate in (folder / f"{split}.jsonl", folder / f"{split}.parquet"):
+        if candidate.exists():
+            return _file_rows(candidate)
+    shards = sorted(folder.glob(f"data/{split}-*.parquet"))  # the layout of a hub dataset repository
+    if shards:
+        return _dataset_rows(datasets.load_dataset("parquet", data_files=[str(s) for s in shards],
+                                                   split="train"), str(folder), split)
+    raise DatasetError(f"{folder}: no {split}.jsonl, {split}.parquet or data/{split}-*.parquet")
+
+
+def _hub_rows(dataset_id: str, split: str) -> _Rows:
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(dataset_id, split=split)
+    except Exception as e:  # offline, unknown id, bad split: all end here as one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise DatasetError(f"cannot load dataset {dataset_id!r} split {split!r}: {type(e).__name__}: {first}") from None
+    return _dataset_rows(dataset, dataset_id, split)
+
+
+def _open(spec: Any, split: str) -> _Rows:
+    import datasets
+
+    if isinstance(spec, (datasets.Dataset, datasets.DatasetDict)):
+        return _dataset_rows(spec, "dataset", split)
+    text = os.fspath(spec)
+    if text.startswith("builtin:"):
+        from aac.env.build import builtin_path
+
+        return _open(builtin_path(text.removeprefix("builtin:"), split), split)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return _folder_rows(path, split)
+    if path.is_file():
+        return _file_rows(path)
+    if path.suffix.lower() in (".jsonl", ".json", ".parquet") or text.startswith((".", "/", "~")):
+        raise DatasetError(f"{text}: no such file")
+    return _hub_rows(text, split)
+
+
+def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit: int | None = None,
+                   on_bad_row: str = "warn") -> list[Instance]:
+    """Instances from a .jsonl/.parquet file, a folder (`{split}.jsonl|parquet`, a `save_to_disk`
+    folder, or a hub-style `data/{split}-*.parquet` layout), a `datasets` Dataset/DatasetDict, a hub
+    dataset id (e.g. DJ-Research/PAU-Benchmark) or `builtin:NAME`.
+
+    A bad row is skipped with a BadRowWarning (on_bad_row="warn") or raises DatasetError ("raise").
+    A column missing from the whole dataset is always a DatasetError naming it. `limit`: stop after
+    that many good instances.
+    """
+    if on_bad_row not in ON_BAD_ROW:
+        raise ValueError(f"on_bad_row={on_bad_row!r} is not one of: {', '.join(ON_BAD_ROW)}")
+    source = _open(spec, split)
+    if source.columns is not None:
+        missing = [c for c in PAU_COLUMNS if c not in source.columns]
+        if missing:
+            raise DatasetError(f"{source.name}: missing column {missing[0]!r}"
+                               + (f" (also: {', '.join(missing[1:])})" if missing[1:] else "")
+                               + f"; the PAU schema needs: {', '.join(PAU_COLUMNS)}")
+    instances: list[Instance] = []
+    bad: list[str] = []
+    for n, row in source.rows:
+        if limit is not None and len(instances) >= limit:
+            break
+        try:
+            if isinstance(row, str):
+                raise DatasetError(f"row {n}: {row}")
+            instances.append(Instance.from_row(row, n))
+        except DatasetError as e:
+            if on_bad_row == "raise":
+                raise DatasetError(f"{source.name}: {e}") from None
+            bad.append(str(e))
+            if len(bad) <= _MAX_WARNINGS:
+                warnings.warn(f"{source.name}: skipping {e}", BadRowWarning, stacklevel=2)
+    if len(bad) > _MAX_WARNINGS:
+        warnings.warn(f"{source.name}: skipped {len(bad)} bad rows in all ({len(bad) - _MAX_WARNINGS} "
+                      "not shown)", BadRowWarning, stacklevel=2)
+    if not instances:
+        raise DatasetError(f"{source.name}: no valid rows" + (f" ({len(bad)} bad; first: {bad[0]})" if bad else ""))
+    return instances
+
+
+# ---------------------------------------------------------------- writing
+
+
+def write_instances(path: str | os.PathLike, instances: Iterable[Instance]) -> Path:
+    """Write instances in the PAU schema (+ task_id, source) as .jsonl or .parquet; returns the path."""
+    path = Path(path)
+    rows = [inst.to_row() for inst in instances]
+    suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".parquet"):
+        raise DatasetError(f"{path}: unsupported file type {suffix!r} (use .jsonl or .parquet)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    if suffix == ".jsonl":
+        with tmp.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        names = [*PAU_COLUMNS, *EXTRA_COLUMNS]
+        table = pa.table({c: pa.array([r[c] for r in rows], type=pa.string()) for c in names})
+        pq.write_table(table, tmp)
+    tmp.replace(path)  # readers never see a half-written file
+    return path

@@ -1,0 +1,262 @@
+"""The interactive protocol (SPEC §4) as a plain state machine: reasoning → input → reflect, repeated.
+
+The episode owns no model: `prompt()` gives the chat for the current turn, `step(reply)` consumes
+the model's reply and returns a `StepRecord`. Each turn is an independent chat (system + user)
+built from the header, the window of recent observations and the hypothesis.
+
+Rules a reward schedule can rely on:
+- an input turn whose reply holds no parsable input has `parse_ok=False`, `call=None` and the reason
+  in `error`; no call is made. So "unparsable or the call raised/timed out" is
+  `not step.parse_ok or not step.call.ok`.
+- a reflect turn that does not parse has `parse_ok=False`, `decision=None`; the hypothesis is kept
+  and the episode goes on (even if a YES could be read).
+- the step that reaches `max_steps` ends the episode with `timed_out=True`, unless it is a YES.
+- `max_calls` counts input turns (parsable or not, so an episode always ends); when it is spent, the
+  episode ends after that cycle's reflect, concluded only on YES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from aac.env import prompts
+from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
+from aac.env.values import InputParseError, parse_input
+
+if TYPE_CHECKING:
+    from aac.env.instance import Instance
+    from aac.env.sandbox import CallResult
+
+Caller = Callable[[str, str, float], "CallResult"]
+__all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
+           "parse_description", "sandbox_caller"]
+
+
+class Phase(str, Enum):
+    REASONING = "reasoning"
+    INPUT = "input"
+    REFLECT = "reflect"
+
+
+_STORED_REPR_CHARS = 2000  # context examples are kept like call results (sandbox max_output_chars); prompts clip
+_NEXT = {Phase.REASONING: Phase.INPUT, Phase.INPUT: Phase.REFLECT, Phase.REFLECT: Phase.REASONING}
+
+
+@dataclass
+class ProtocolConfig:
+    history_window: int = 5  # observations shown per prompt (release: 5 train, 10 eval)
+    max_steps: int = 40  # turns per episode (T_max)
+    max_calls: int | None = None  # input turns per episode (eval: 25)
+    call_timeout_s: float = 10.0
+    spread_list: bool = True  # only used by `sandbox_caller`; the caller owns the call's semantics
+    # prompt size bounds (small models have 2048-token contexts): each input and result is clipped to
+    # max_observation_chars (plan and hypothesis to twice that); the window's lines share
+    # max_window_chars, the oldest dropped first (the latest call is always shown)
+    max_observation_chars: int = 200
+    max_window_chars: int = 1600
+    max_input_chars: int = 10000
+    max_input_depth: int = 50
+
+    def __post_init__(self) -> None:
+        if self.history_window < 1 or self.max_steps < 1 or (self.max_calls is not None and self.max_calls < 1):
+            raise ValueError(f"ProtocolConfig: history_window, max_steps and max_calls must be >= 1 ({self})")
+
+    @classmethod
+    def from_env(cls, env: Any) -> ProtocolConfig:
+        """From `EnvConfig` (aac.config), as used in training."""
+        sandbox = getattr(env, "sandbox", None)
+        return cls(history_window=env.history_window, max_steps=env.max_steps, max_calls=env.max_calls,
+                   call_timeout_s=env.call_timeout_s, spread_list=env.spread_list_args,
+                   max_observation_chars=env.max_observation_chars,
+                   max_window_chars=env.max_window_chars,
+                   max_input_chars=getattr(sandbox, "max_input_chars", 10000),
+                   max_input_depth=getattr(sandbox, "max_input_depth", 50))
+
+    @classmethod
+    def from_eval(cls, ev: Any, env: Any | None = None) -> ProtocolConfig:
+        """From `EvalConfig`: its window, call budget and timeout; enough steps for every call."""
+        base = cls.from_env(env) if env is not None else cls()
+        return cls(history_window=ev.history_window, max_steps=3 * ev.max_calls, max_calls=ev.max_calls,
+                   call_timeout_s=ev.call_timeout_s, spread_list=base.spread_list,
+                   max_observation_chars=base.max_observation_chars, max_window_chars=base.max_window_chars,
+                   max_input_chars=base.max_input_chars,
+                   max_input_depth=base.max_input_depth)
+
+
+@dataclass
+class Observation:
+    input: str
+    output_repr: str
+    error: str | None
+
+
+@dataclass
+class StepRecord:
+    index: int  # 0-based turn number in the episode
+    phase: Phase
+    prompt: list[dict]
+    response: str  # the raw reply
+    text: str  # the reply without thinking
+    parse_ok: bool
+    parsed: str | None  # reasoning: the plan; input: the input literal; reflect: the summary
+    decision: bool | None  # reflect turns that parsed: True = YES
+    call: CallResult | None  # input turns that parsed
+    hypothesis: str  # after this step
+    done: bool
+    timed_out: bool
+    error: str | None = None  # why the reply did not parse
+    end_reason: str | None = None  # on the last step: concluded | step_limit | call_limit
+
+
+class Episode:
+    def __init__(self, instance: Instance, cfg: ProtocolConfig | None = None, caller: Caller | None = None):
+        self.instance = instance
+        self.cfg = cfg or ProtocolConfig()
+        self.caller = caller or sandbox_caller(None, spread_list=self.cfg.spread_list)
+        self._observations = [Observation(inp, prompts.example_repr(out, _STORED_REPR_CHARS), None)
+                              for inp, out in instance.train_examples]
+        self._steps: list[StepRecord] = []
+        self._phase = Phase.REASONING
+        self._hypothesis = prompts.INITIAL_HYPOTHESIS
+        self._plan = ""
+        self._latest = ""  # reflect: the latest call's line (or why there was none)
+        self._latest_is_call = False
+        self._input_turns = 0
+        self._num_queries = 0
+        self._concluded = False
+        self._end_reason: str | None = None
+
+    # ------------------------------------------------------------ state
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @property
+    def done(self) -> bool:
+        return self._end_reason is not None
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        return list(self._steps)
+
+    @property
+    def hypothesis(self) -> str:
+        return self._hypothesis
+
+    @property
+    def observations(self) -> list[Observation]:
+        """Every observation: the context examples, then each call made."""
+        return list(self._observations)
+
+    @property
+    def num_queries(self) -> int:
+        """Calls actually made (unparsable inputs make none)."""
+        return self._num_queries
+
+    @property
+    def concluded(self) -> bool:
+        return self._concluded
+
+    @property
+    def timed_out(self) -> bool:
+        return self._end_reason == "step_limit"
+
+    @property
+    def end_reason(self) -> str | None:
+        return self._end_reason
+
+    def summary(self) -> dict:
+        return {"uid": self.instance.uid, "description": self._hypothesis, "num_queries": self._num_queries,
+                "concluded": self._concluded, "timed_out": self.timed_out, "steps": len(self._steps),
+                "end_reason": self._end_reason, "parse_failures": sum(not s.parse_ok for s in self._steps)}
+
+    # ------------------------------------------------------------ turns
+    def prompt(self) -> list[dict]:
+        """The chat messages (system + user) for the current turn."""
+        if self.done:
+            raise RuntimeError("the episode is over: no further prompt")
+        # reflect shows the latest call on its own line, and the window's other slots before it
+        apart = self._phase is Phase.REFLECT and self._latest_is_call
+        pool = self._observations[:-1] if apart else self._observations
+        size = self.cfg.history_window - int(apart)
+        view = prompts.TurnView(
+            header=self.instance.header, window=pool[len(pool) - size:] if size > 0 else [],
+            total_observations=len(pool), hypothesis=self._hypothesis, plan=self._plan,
+            latest=self._latest, latest_is_call=apart, max_chars=self.cfg.max_observation_chars,
+            max_window_chars=self.cfg.max_window_chars)
+        build = {Phase.REASONING: prompts.reasoning_prompt, Phase.INPUT: prompts.input_prompt,
+                 Phase.REFLECT: prompts.reflect_prompt}[self._phase]
+        return build(view)
+
+    def step(self, response: str) -> StepRecord:
+        """Consume the model's reply to `prompt()`; returns what happened."""
+        if self.done:
+            raise RuntimeError("the episode is over: step() after done")
+        messages = self.prompt()
+        text = prompts.strip_think(response)
+        turn = {Phase.REASONING: self._reasoning, Phase.INPUT: self._input, Phase.REFLECT: self._reflect}
+        outcome = turn[self._phase](response, text)
+        index = len(self._steps)
+        if self._concluded:
+            self._end_reason = "concluded"
+        elif index + 1 >= self.cfg.max_steps:
+            self._end_reason = "step_limit"
+        elif (self._phase is Phase.REFLECT and self.cfg.max_calls is not None
+              and self._input_turns >= self.cfg.max_calls):
+            self._end_reason = "call_limit"
+        record = StepRecord(index=index, phase=self._phase, prompt=messages, response=response, text=text,
+                            hypothesis=self._hypothesis, done=self.done, timed_out=self.timed_out,
+                            end_reason=self._end_reason, **outcome)
+        self._steps.append(record)
+        self._phase = _NEXT[self._phase]
+        return record
+
+    def _reasoning(self, response: str, text: str) -> dict:
+        self._plan = text
+        error = None if text else "empty reply"
+        return dict(parse_ok=bool(text), parsed=text or None, decision=None, call=None, error=error)
+
+    def _input(self, response: str, text: str) -> dict:
+        candidate = prompts.extract_input(response)
+        error = None if candidate is not None else "no input found in the reply"
+        if candidate is not None:
+            try:
+                parse_input(candidate, spread_list=self.cfg.spread_list, max_chars=self.cfg.max_input_chars,
+                            max_depth=self.cfg.max_input_depth)
+            except InputParseError as e:
+                error = f"unparsable input: {e}"
+        if error is not None:
+            self._latest, self._latest_is_call = f"none; your input could not be read ({error})", False
+            self._input_turns += 1
+            return dict(parse_ok=False, parsed=candidate, decision=None, call=None, error=error)
+        # a caller that raises (the sandbox itself failed) leaves the episode as it was: step() can be retried
+        call = self.caller(self.instance.code, candidate, self.cfg.call_timeout_s)
+        self._input_turns += 1
+        self._num_queries += 1
+        self._observations.append(Observation(candidate, call.output_repr, call.error))
+        self._latest = prompts.format_call(candidate, call.output_repr, call.error, self.cfg.max_observation_chars)
+        self._latest_is_call = True
+        return dict(parse_ok=True, parsed=candidate, decision=None, call=call, error=None)
+
+    def _reflect(self, response: str, text: str) -> dict:
+        reflection = prompts.parse_reflection(response)
+        if not reflection.ok:
+            return dict(parse_ok=False, parsed=reflection.summary, decision=None, call=None, error=reflection.error)
+        self._hypothesis = reflection.summary
+        self._concluded = bool(reflection.decision)
+        return dict(parse_ok=True, parsed=reflection.summary, decision=reflection.decision, call=None, error=None)
+
+
+def sandbox_caller(pool: Any | None, *, spread_list: bool = True) -> Caller:
+    """A caller backed by a `SandboxPool`; with None, `run_function` (the process's shared default pool)."""
+    from aac.env.sandbox import run_function
+
+    def call(source: str, input_str: str, timeout_s: float) -> CallResult:
+        if pool is None:
+            return run_function(source, input_str, timeout_s=timeout_s, spread_list=spread_list)
+        return pool.call(source, input_str, timeout_s=timeout_s, spread_list=spread_list)
+
+    return call

@@ -1,0 +1,77 @@
+"""The PAU protocol as a `skyrl_gym` text environment, registered as "aac-pau".
+
+    import aac.env.skyrl_env  # registers the id
+    env = skyrl_gym.make("aac-pau", env_config={"max_steps": 40}, extras={"instance": row_or_instance})
+    messages, info = env.init(prompt)  # our first prompt; the dataset's prompt is not used
+    out = env.step(reply)              # observations = the next turn's prompt (a user message)
+
+`extras` holds the instance: `extras["instance"]` (an `Instance` or a PAU row), or the PAU columns
+at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields plus
+the placeholder reward's `p_parse` and `timeout_penalty`. Calls go through
+`aac.env.sandbox.run_function` (one shared sandbox pool per process) unless `make(..., caller=f)`.
+
+Our prompts are self-contained per turn, while SkyRL appends each observation to the conversation:
+the context grows with the episode, so keep `max_steps` and the window small there.
+
+Reward (a placeholder: aac's critic rewards are computed in aac.rewards, not here): `-p_parse` for a
+reply that did not parse or an input whose call raised or timed out, `timeout_penalty` added on the
+step that hits `max_steps`, else 0. The step's `StepRecord` is in `metadata["step"]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
+from skyrl_gym.envs.registration import register, registry
+
+from aac.env.instance import Instance
+from aac.env.protocol import Caller, Episode, Phase, ProtocolConfig, StepRecord
+
+ENV_ID = "aac-pau"
+_PROTOCOL_KEYS = {f.name for f in fields(ProtocolConfig)}
+
+
+def placeholder_reward(step: StepRecord, p_parse: float = 0.5, timeout_penalty: float = -1.0) -> float:
+    failed = not step.parse_ok or (step.phase is Phase.INPUT and step.call is not None and not step.call.ok)
+    return (-p_parse if failed else 0.0) + (timeout_penalty if step.timed_out else 0.0)
+
+
+def _instance(extras: dict) -> Instance:
+    item = extras.get("instance", extras)
+    return item if isinstance(item, Instance) else Instance.from_row(dict(item), int(extras.get("index", 0)))
+
+
+class PAUTextEnv(BaseTextEnv):
+    def __init__(self, env_config: Any = None, extras: dict | None = None, caller: Caller | None = None):
+        super().__init__()
+        settings = dict(env_config or {})
+        unknown = set(settings) - _PROTOCOL_KEYS - {"p_parse", "timeout_penalty"}
+        if unknown:
+            raise ValueError(f"{ENV_ID}: unknown env_config keys: {', '.join(sorted(unknown))}")
+        self.p_parse = float(settings.pop("p_parse", 0.5))
+        self.timeout_penalty = float(settings.pop("timeout_penalty", -1.0))
+        self.episode = Episode(_instance(extras or {}), ProtocolConfig(**settings), caller)
+        self.max_turns = self.episode.cfg.max_steps
+
+    def init(self, prompt: ConversationType | None = None) -> tuple[ConversationType, dict[str, Any]]:
+        return self.episode.prompt(), {"uid": self.episode.instance.uid, "phase": self.episode.phase.value}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        self.turns += 1
+        record = self.episode.step(action)
+        observations = [] if record.done else [self.episode.prompt()[-1]]
+        metadata: dict[str, Any] = {"step": record, "phase": record.phase.value, "parse_ok": record.parse_ok}
+        if record.done:
+            metadata["summary"] = self.episode.summary()
+        return BaseTextEnvStepOutput(observations=observations, done=record.done, metadata=metadata,
+                                     reward=placeholder_reward(record, self.p_parse, self.timeout_penalty))
+
+    def get_metrics(self) -> dict[str, Any]:
+        s = self.episode.summary()
+        return {k: float(s[k]) for k in ("num_queries", "concluded", "timed_out", "steps", "parse_failures")}
+
+
+if ENV_ID not in registry:
+    register(id=ENV_ID, entry_point="aac.env.skyrl_env:PAUTextEnv")

@@ -1,0 +1,73 @@
+"""The skyrl_gym adapter, created through `skyrl_gym.make` as a SkyRL generator would."""
+
+from __future__ import annotations
+
+import pytest
+import skyrl_gym
+
+import aac.env.skyrl_env  # noqa: F401  (registers "aac-pau")
+from aac.env.instance import Instance
+from aac.env.protocol import Phase
+from aac.env.sandbox import CallResult
+from aac.env.skyrl_env import ENV_ID
+
+INSTANCE = Instance(
+    uid="s/1", source="unit", code="def test_func(arg0):\n    return abs(arg0)\n", description="Absolute value.",
+    header="def test_func(arg0):", train_examples=[("(-2,)", 2), ("(3,)", 3)], test_examples=[("(-1,)", 1)],
+    all_examples=[("(-2,)", 2, None), ("(3,)", 3, None)])
+
+
+def fixed_caller(source: str, input_str: str, timeout_s: float) -> CallResult:
+    """Test double for the sandbox: every call returns 7, except input (0,) which raises."""
+    if input_str == "(0,)":
+        return CallResult(None, "ValueError: zero", 0.0, "", None)
+    return CallResult(7, None, 0.0, "7", 7)
+
+
+def make(**env_config):
+    return skyrl_gym.make(ENV_ID, env_config=env_config, extras={"instance": INSTANCE}, caller=fixed_caller)
+
+
+def test_episode_through_skyrl_gym_make():
+    env = make(p_parse=0.5)
+    assert isinstance(env, skyrl_gym.Env) and env.max_turns == 40
+    messages, info = env.init([{"role": "user", "content": "ignored"}])
+    assert info == {"uid": "s/1", "phase": "reasoning"} and "def test_func(arg0):" in messages[-1]["content"]
+    replies = ["plan", "Input: (5,)", "Decision: NO\nSummary: s", "plan", "Input: (0,)", "garbled", "plan",
+               "Input: nothing", "Decision: YES\nSummary: absolute value"]
+    outs = [env.step(r) for r in replies]
+    assert [o["reward"] for o in outs] == [0.0, 0.0, 0.0, 0.0, -0.5, -0.5, 0.0, -0.5, 0.0]
+    assert [o["metadata"]["phase"] for o in outs[:3]] == ["reasoning", "input", "reflect"]
+    assert outs[1]["metadata"]["step"].call.output == 7
+    assert "Latest call: (5,) -> 7" in outs[1]["observations"][0]["content"]  # the next prompt: reflect
+    assert all(len(o["observations"]) == 1 and o["observations"][0]["role"] == "user" for o in outs[:-1])
+    final = outs[-1]
+    assert final["done"] and final["observations"] == [] and final["metadata"]["summary"]["concluded"]
+    assert final["metadata"]["step"].phase is Phase.REFLECT
+    assert env.get_metrics() == {"num_queries": 2.0, "concluded": 1.0, "timed_out": 0.0, "steps": 9.0,
+                                 "parse_failures": 2.0}
+
+
+def test_step_limit_penalty_and_row_extras():
+    row = INSTANCE.to_row()  # a SkyRL dataset row carries the PAU columns at the top level of extras
+    env = skyrl_gym.make(ENV_ID, env_config={"max_steps": 2, "timeout_penalty": -1.0}, extras=row,
+                         caller=fixed_caller)
+    env.init()
+    assert env.step("plan")["reward"] == 0.0
+    out = env.step("Input: (1,)")
+    assert out["done"] and out["reward"] == -1.0 and out["metadata"]["step"].timed_out
+
+
+def test_bad_config_and_bad_row_are_clear():
+    with pytest.raises(ValueError, match="unknown env_config keys: max_turns"):
+        make(max_turns=3)
+    with pytest.raises(ValueError, match="row 0: missing value in column 'header'"):
+        skyrl_gym.make(ENV_ID, extras={"instance": {**INSTANCE.to_row(), "header": None}}, caller=fixed_caller)
+
+
+def test_default_caller_runs_the_real_sandbox():
+    env = skyrl_gym.make(ENV_ID, extras={"instance": INSTANCE})  # no caller: aac.env.sandbox.run_function
+    env.init()
+    env.step("plan")
+    out = env.step("Input: (-9,)")
+    assert out["metadata"]["step"].call.normalized == 9 and "Latest call: (-9,) -> 9" in out["observations"][0]["content"]
