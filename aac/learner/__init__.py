@@ -1,0 +1,7 @@
+"""The GRPO learner: a peft LoRA policy over a frozen base, trained with torch or DeepSpeed."""
+
+from aac.learner.batching import Sample
+from aac.learner.grpo import grpo_loss
+from aac.learner.learner import Learner
+
+__all__ = ["Learner", "Sample", "grpo_loss"]

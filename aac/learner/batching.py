@@ -1,0 +1,97 @@
+"""Samples (one per turn) into right-padded micro-batches that fit a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from aac.rewards.advantages import token_advantages
+
+
+@dataclass
+class Sample:
+    """One generated turn: all its completion tokens get `advantage`; prompt tokens get no loss.
+
+    `old_logprobs` are the sampling policy's log-probs of `completion_ids` (from the engine);
+    empty means on-policy: the learner uses its own, detached (ratio 1).
+    """
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    old_logprobs: list[float] = field(default_factory=list)
+    advantage: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.prompt_ids) + len(self.completion_ids)
+
+    def check(self) -> None:
+        if not self.prompt_ids or not self.completion_ids:
+            raise ValueError(f"Sample needs a non-empty prompt and completion, got {len(self.prompt_ids)} "
+                             f"prompt and {len(self.completion_ids)} completion tokens")
+        if self.old_logprobs and len(self.old_logprobs) != len(self.completion_ids):
+            raise ValueError(f"Sample has {len(self.old_logprobs)} old_logprobs for "
+                             f"{len(self.completion_ids)} completion tokens")
+
+
+@dataclass
+class MicroBatch:
+    """Tensors of shape [B, L] (tokens) and [B, L-1] (per predicted token: position j scores token j+1)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    old_logp: torch.Tensor  # NaN where the sample brought none
+    adv: torch.Tensor
+    loss_mask: torch.Tensor
+    first: int  # first position with loss in any row: logits are only computed from here on
+
+    @property
+    def tokens(self) -> int:
+        return int(self.attention_mask.sum())
+
+    def to(self, device: torch.device) -> MicroBatch:
+        return MicroBatch(self.input_ids.to(device), self.attention_mask.to(device), self.old_logp.to(device),
+                          self.adv.to(device), self.loss_mask.to(device), self.first)
+
+
+def plan_micro_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Group indices so that rows x longest length <= budget (a longer sample rides alone).
+
+    Longest first, so rows of one micro-batch have similar lengths and little padding.
+    """
+    if budget <= 0:
+        raise ValueError(f"learner.micro_batch_tokens must be > 0, got {budget}")
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        # sorted longest first: the first index of `current` sets its padded length
+        if current and (len(current) + 1) * lengths[current[0]] > budget:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
+    width = max(len(s) for s in samples)
+    shape = (len(samples), width)
+    input_ids = torch.full(shape, pad_id, dtype=torch.long)
+    attention_mask = torch.zeros(shape, dtype=torch.long)
+    old_logp = torch.full((len(samples), width - 1), float("nan"))
+    adv = torch.zeros(len(samples), width - 1)
+    loss_mask = torch.zeros(len(samples), width - 1, dtype=torch.bool)
+    for row, s in enumerate(samples):
+        p, c = len(s.prompt_ids), len(s.completion_ids)
+        input_ids[row, : p + c] = torch.tensor(s.prompt_ids + s.completion_ids)
+        attention_mask[row, : p + c] = 1
+        token_adv, mask = token_advantages(p, c, s.advantage)
+        # drop position 0 (nothing predicts it): position j now holds token j+1's values
+        adv[row, : p + c - 1] = torch.tensor(token_adv[1:])
+        loss_mask[row, : p + c - 1] = torch.tensor(mask[1:], dtype=torch.bool)
+        if s.old_logprobs:
+            old_logp[row, p - 1 : p + c - 1] = torch.tensor(s.old_logprobs)
+    first = min(len(s.prompt_ids) for s in samples) - 1
+    return MicroBatch(input_ids, attention_mask, old_logp, adv, loss_mask, first)

@@ -1,0 +1,41 @@
+"""The GRPO loss: clipped surrogate on per-token advantages, k3 KL to the reference, token mean."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+
+def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: Optional[torch.Tensor], adv: torch.Tensor,
+              mask: torch.Tensor, clip_eps: float, kl_coef: float,
+              num_tokens: Optional[float] = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Token-mean GRPO loss over the tokens where `mask` is 1; all tensors share one shape.
+
+    `num_tokens` is the token count of the whole update batch: with it, the losses (and metrics) of
+    its micro-batches add up to the loss of the batch as one, so accumulated gradients match.
+    Default: the mask's own token count. `ref_logp=None` or `kl_coef=0` drops the KL term.
+    Metrics (detached, normalised like the loss): pg_loss, kl, clip_frac.
+    """
+    on = mask.bool()
+    n = on.sum().clamp(min=1) if num_tokens is None else num_tokens
+    # masked positions may hold any finite junk: zero their log-ratios so exp() cannot overflow
+    log_ratio = torch.where(on, logp - old_logp, 0.0)
+    ratio = torch.exp(log_ratio)
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1.0 - clip_eps, 1.0 + clip_eps) * adv
+    pg = -torch.minimum(unclipped, clipped)
+    if ref_logp is not None and kl_coef != 0.0:
+        d = torch.where(on, ref_logp - logp, 0.0)
+        kl = torch.exp(d) - d - 1.0  # k3: unbiased, always >= 0
+    else:
+        kl = torch.zeros_like(pg)
+    per_token = pg + kl_coef * kl
+    loss = torch.where(on, per_token, 0.0).sum() / n
+    with torch.no_grad():
+        metrics = {
+            "pg_loss": torch.where(on, pg, 0.0).sum() / n,
+            "kl": torch.where(on, kl, 0.0).sum() / n,
+            "clip_frac": (on & (clipped < unclipped)).sum() / n,
+        }
+    return loss, metrics

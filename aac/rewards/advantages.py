@@ -1,0 +1,67 @@
+"""From step rewards to advantages (SPEC §7): one group = the G episodes of one function.
+
+Group normalisation is `(x - mean) / (std + eps)` with the *population* std (ddof = 0): it is
+defined for any group size, a group of one (or of equal values) gets 0, and it is what GRPO
+implementations use.
+
+- `final`: the last step's reward per episode, normalised in the group, broadcast to every step
+  (the release's estimator, kept as an ablation).
+- `episode`: the sum of step rewards, normalised in the group, broadcast.
+- `turn` (default): the episode advantage plus `w_step * (r - mu_k) / (sigma_k + eps)`, where
+  mu_k, sigma_k are over all steps of the same phase kind k in the group. There is no per-index
+  baseline: episode lengths are the policy's choice, so steps are compared by kind, not position.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+ESTIMATORS = ("final", "episode", "turn")
+
+
+def group_normalize(values: Sequence[float], eps: float) -> list[float]:
+    """(x - mean) / (population std + eps)."""
+    if not values:
+        return []
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return [(v - mean) / (std + eps) for v in values]
+
+
+def _kind(kind: Any) -> str:
+    return getattr(kind, "value", kind)  # a Phase member or its string value
+
+
+def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str, w_step: float,
+                    eps: float) -> list[list[float]]:
+    """Per-step advantages for one group: `group[i][t] = (phase kind, reward)` of step t of episode i."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"rewards.advantage={estimator!r} is not one of: {', '.join(ESTIMATORS)}")
+    if any(len(episode) == 0 for episode in group):
+        raise ValueError("step_advantages: an episode with no steps")
+    if estimator == "final":
+        episode_adv = group_normalize([episode[-1][1] for episode in group], eps)
+    else:
+        episode_adv = group_normalize([sum(r for _, r in episode) for episode in group], eps)
+    advantages = [[a] * len(episode) for a, episode in zip(episode_adv, group)]
+    if estimator != "turn":
+        return advantages
+
+    positions: dict[str, list[tuple[int, int]]] = {}
+    for i, episode in enumerate(group):
+        for t, (kind, _) in enumerate(episode):
+            positions.setdefault(_kind(kind), []).append((i, t))
+    for where in positions.values():
+        for (i, t), z in zip(where, group_normalize([group[i][t][1] for i, t in where], eps)):
+            advantages[i][t] += w_step * z
+    return advantages
+
+
+def token_advantages(prompt_len: int, completion_len: int, advantage: float) -> tuple[list[float], list[int]]:
+    """Per-token advantages and loss mask over `prompt + completion`: only generated tokens count."""
+    if prompt_len < 0 or completion_len < 0:
+        raise ValueError(f"token_advantages: negative length ({prompt_len}, {completion_len})")
+    mask = [0] * prompt_len + [1] * completion_len
+    return [0.0] * prompt_len + [float(advantage)] * completion_len, mask
