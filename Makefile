@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 export AAC_HOME ?= $(HOME)/.cache/aac
 export WANDB_MODE ?= offline
 export TOKENIZERS_PARALLELISM ?= false
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: install prepare demo test test-fast lint lock clean
 

