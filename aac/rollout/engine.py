@@ -1,0 +1,198 @@
+"""One small interface for text generation, shared by the actor, the critic and the eval harness.
+
+An `Engine` takes a batch of chat requests and returns one result per request, in order. A request
+names the LoRA adapter to use (None = the base model). Backends: `vllm` (in-process, one engine for
+actor and critic), `hf` (transformers `generate` + peft) and `openai` (any compatible endpoint).
+
+Log-probs, wherever an engine returns them (`GenResult.logprobs`, `Engine.score`), are the natural
+log-probability of each token under the model's *unmodified* next-token distribution, i.e. softmax of
+the raw logits at temperature 1.0 without top-p: the quantity the learner's policy computes, whatever
+temperature/top-p the token was sampled with.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+class EngineError(RuntimeError):
+    """A request the engine cannot serve (unknown adapter, bad argument, backend down)."""
+
+
+@dataclass
+class Sampling:
+    temperature: float = 1.0  # 0 = greedy
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: Optional[int] = None
+    logprobs: bool = False  # return the sampled tokens' log-probs (see the module docstring)
+    stop: Optional[list[str]] = None  # the text ends before the first stop string
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"Sampling.temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"Sampling.top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ValueError(f"Sampling.max_tokens must be >= 1, got {self.max_tokens}")
+
+    def batch_key(self) -> tuple:
+        """What requests must share to run in one batched call (everything but the seed)."""
+        return (self.temperature, self.top_p, self.max_tokens, self.logprobs, tuple(self.stop or ()))
+
+
+@dataclass
+class GenRequest:
+    messages: list[dict]
+    sampling: Sampling = field(default_factory=Sampling)
+    adapter: Optional[str] = None  # None = the base model (vLLM: identity adapter or LoRA off, see there)
+
+
+@dataclass
+class GenResult:
+    text: str
+    prompt_ids: list[int]  # the chat-templated prompt (empty when an endpoint does not return it)
+    token_ids: list[int]  # generated tokens, EOS included when the model stopped by itself
+    logprobs: Optional[list[float]]  # one per token_ids entry, when Sampling.logprobs
+    finish_reason: str  # "stop" | "length" | "error"
+    adapter: Optional[str]
+    adapter_version: Optional[int]
+    error: Optional[str] = None  # set when finish_reason == "error" (the text is then empty)
+    retries: int = 0  # transient failures retried before this result (openai)
+
+
+@dataclass
+class EngineStats:
+    """Counters every engine keeps; `as_dict()` is what goes into the logs."""
+
+    requests: int = 0
+    errors: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    busy_s: float = 0.0  # wall time inside generate()
+
+    def as_dict(self) -> dict[str, float]:
+        out = dict(vars(self))
+        out["tokens_per_s"] = self.generated_tokens / self.busy_s if self.busy_s > 0 else 0.0
+        return out
+
+
+class Engine(ABC):
+    """Batched chat generation with optional LoRA adapters."""
+
+    kind: str = ""
+
+    def __init__(self) -> None:
+        self.stats = EngineStats()
+
+    @abstractmethod
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        """One result per request, in order. A failed request gives finish_reason="error"."""
+
+    @abstractmethod
+    def load_adapter(self, name: str, path: str, version: int) -> None:
+        """Load the peft adapter folder `path` as `name` at `version`, replacing any older one.
+
+        The folder must not change while that version is loaded (write each version to a new one)."""
+
+    @abstractmethod
+    def adapter_version(self, name: str) -> Optional[int]:
+        """The loaded version of adapter `name`, or None if it is not loaded."""
+
+    @abstractmethod
+    def score(self, prompt_ids: list[int], completion_ids: list[int], adapter: Optional[str]) -> list[float]:
+        """Per-token log-probs of `completion_ids` after `prompt_ids` (one per completion token)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the model and any processes; idempotent."""
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # shared bookkeeping for the backends
+    def _account(self, results: list[GenResult], started: float) -> None:
+        s = self.stats
+        s.requests += len(results)
+        s.errors += sum(r.finish_reason == "error" for r in results)
+        s.retries += sum(r.retries for r in results)
+        s.prompt_tokens += sum(len(r.prompt_ids) for r in results)
+        s.generated_tokens += sum(len(r.token_ids) for r in results)
+        s.busy_s += time.perf_counter() - started
+
+
+def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Optional[dict] = None) -> list[int]:
+    """Token ids of `messages` under the model's chat template, ready for the assistant's reply.
+
+    One function for every local backend, so vLLM, HF and the learner see the same prompt tokens."""
+    if not messages:
+        raise ValueError("a chat request needs at least one message")
+    ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                        **(chat_template_kwargs or {}))
+    if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers 5 may return a BatchEncoding
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def too_long(request: GenRequest, prompt_ids: list[int], max_model_len: int) -> GenResult:
+    """The error result for a prompt that leaves no room to generate (the batch's others still run)."""
+    return GenResult("", prompt_ids, [], None, "error", request.adapter, None,
+                     error=f"prompt of {len(prompt_ids)} tokens leaves no room in max_model_len={max_model_len}")
+
+
+def cut_at_stop(text: str, stop: Optional[list[str]]) -> tuple[str, bool]:
+    """`text` up to the earliest stop string, and whether one was found."""
+    cut = min((i for i in (text.find(s) for s in stop or ()) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+ENGINES = ("vllm", "hf", "openai")
+
+
+def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model_len: int = 2048,
+                chat_template_kwargs: Optional[dict] = None, enable_lora: bool = True, max_lora_rank: int = 16,
+                max_loras: int = 2, seed: int = 0, **backend_kwargs: Any) -> Engine:
+    """Build an engine. `backend_kwargs` go to the backend's constructor (e.g. `kv_cache_gb` for vllm,
+    `openai=OpenAIConfig(...)` for openai)."""
+    common = dict(dtype=dtype, max_model_len=max_model_len, chat_template_kwargs=chat_template_kwargs,
+                  enable_lora=enable_lora, max_lora_rank=max_lora_rank, max_loras=max_loras, seed=seed)
+    if kind == "vllm":
+        from aac.rollout.vllm_engine import VLLMEngine
+
+        return VLLMEngine(model_path, **common, **backend_kwargs)
+    if kind == "hf":
+        from aac.rollout.hf_engine import HFEngine
+
+        return HFEngine(model_path, **common, **backend_kwargs)
+    if kind == "openai":
+        from aac.rollout.openai_engine import OpenAIEngine
+
+        return OpenAIEngine(model_path, chat_template_kwargs=chat_template_kwargs, seed=seed, **backend_kwargs)
+    raise ValueError(f"unknown engine kind {kind!r}: expected one of {', '.join(ENGINES)}")
+
+
+def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overrides: Any) -> Engine:
+    """The rollout engine of a run, from `ModelConfig` and `RolloutConfig` (aac/config.py)."""
+    from aac.models import chat_template_kwargs, resolve_model
+
+    kind = overrides.pop("kind", rollout_cfg.engine)
+    kwargs: dict[str, Any] = dict(
+        dtype=model_cfg.dtype, max_model_len=model_cfg.max_model_len,
+        chat_template_kwargs=chat_template_kwargs(model_cfg.name, dict(model_cfg.chat_template_kwargs)),
+        max_lora_rank=rollout_cfg.max_lora_rank, max_loras=rollout_cfg.max_loras, seed=seed)
+    if kind == "vllm":
+        kwargs.update(kv_cache_gb=rollout_cfg.kv_cache_gb, enforce_eager=rollout_cfg.enforce_eager,
+                      gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
+                      # requested RolloutConfig field; None = on for the CPU build (vllm_engine.py)
+                      plain_base_batches=rollout_cfg.plain_base_batches)
+    elif kind == "openai":
+        kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
+    kwargs.update(overrides)
+    return make_engine(kind, resolve_model(model_cfg.name), **kwargs)

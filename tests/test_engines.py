@@ -1,0 +1,188 @@
+"""Generation engines: the shared interface, HF (tiny Qwen3, fast), vLLM and OpenAI (SmolLM2, slow)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from aac.config import OpenAIConfig
+from aac.rollout.engine import EngineError, GenRequest, Sampling, cut_at_stop, make_engine
+
+POEM = [{"role": "user", "content": "Write a short poem about the sea."}]
+OTHER = [{"role": "user", "content": "List three colours."}]
+GREEDY = Sampling(temperature=0.0, max_tokens=16)
+
+
+# ---------------------------------------------------------------- interface
+
+
+def test_sampling_rejects_bad_values():
+    with pytest.raises(ValueError, match="temperature"):
+        Sampling(temperature=-1)
+    with pytest.raises(ValueError, match="top_p"):
+        Sampling(top_p=0)
+    with pytest.raises(ValueError, match="max_tokens"):
+        Sampling(max_tokens=0)
+
+
+def test_unknown_engine_kind():
+    with pytest.raises(ValueError, match="unknown engine kind 'tgi'"):
+        make_engine("tgi", "x")
+
+
+def test_cut_at_stop_takes_the_earliest():
+    assert cut_at_stop("a STOP b END", ["END", "STOP"]) == ("a ", True)
+    assert cut_at_stop("abc", ["x"]) == ("abc", False)
+    assert cut_at_stop("abc", None) == ("abc", False)
+
+
+# ---------------------------------------------------------------- HF on the tiny model (fast)
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tiny_model_path):
+    engine = make_engine("hf", tiny_model_path, max_model_len=256, seed=0)
+    yield engine
+    engine.close()
+
+
+def test_hf_batch_keeps_order_and_logprobs_match_score(tiny_hf):
+    sampled = Sampling(temperature=1.0, max_tokens=12, logprobs=True, seed=7)
+    requests = [GenRequest(POEM, GREEDY), GenRequest(OTHER, sampled), GenRequest(POEM, sampled)]
+    results = tiny_hf.generate(requests)
+    assert [len(r.token_ids) for r in results] == [16, 12, 12]
+    assert results[0].logprobs is None and results[0].prompt_ids != results[1].prompt_ids
+    for r in results[1:]:
+        # the log-probs of the sampled tokens are temperature-1 log-probs: a forward pass agrees
+        assert r.logprobs == pytest.approx(tiny_hf.score(r.prompt_ids, r.token_ids, None), abs=1e-4)
+    again = tiny_hf.generate(requests)  # same requests and seeds, same tokens
+    assert [r.token_ids for r in again] == [r.token_ids for r in results]
+    assert tiny_hf.stats.requests >= 4 and tiny_hf.stats.generated_tokens >= 52
+
+
+def test_hf_adapter_hot_load_and_base(tiny_hf, tiny_model_path, make_random_lora):
+    base = tiny_hf.generate([GenRequest(POEM, GREEDY)])[0].token_ids
+    with pytest.raises(EngineError, match="not loaded"):
+        tiny_hf.generate([GenRequest(POEM, GREEDY, adapter="actor")])
+    tiny_hf.load_adapter("actor", make_random_lora(tiny_model_path, 1, std=0.5), 1)
+    out = tiny_hf.generate([GenRequest(POEM, GREEDY, "actor"), GenRequest(POEM, GREEDY)])
+    assert out[0].token_ids != base and out[0].adapter_version == 1
+    assert out[1].token_ids == base and out[1].adapter_version is None
+    tiny_hf.load_adapter("actor", make_random_lora(tiny_model_path, 2, std=0.5), 2)
+    v2 = tiny_hf.generate([GenRequest(POEM, GREEDY, "actor")])[0]
+    assert tiny_hf.adapter_version("actor") == 2 and v2.adapter_version == 2 and v2.token_ids != out[0].token_ids
+
+
+def test_hf_stop_string_and_overlong_prompt(tiny_hf):
+    free = tiny_hf.generate([GenRequest(POEM, Sampling(max_tokens=24, seed=1))])[0]
+    stop = free.text[len(free.text) // 2:][:2]
+    assert stop.strip(), f"no text to stop on in {free.text!r}"
+    cut = tiny_hf.generate([GenRequest(POEM, Sampling(max_tokens=24, seed=1, stop=[stop]))])[0]
+    assert stop not in cut.text and free.text.startswith(cut.text) and cut.finish_reason == "stop"
+    assert cut.token_ids == free.token_ids[:len(cut.token_ids)] and len(cut.token_ids) < len(free.token_ids)
+    long = [{"role": "user", "content": "word " * 400}]
+    results = tiny_hf.generate([GenRequest(long, GREEDY), GenRequest(POEM, GREEDY)])
+    assert results[0].finish_reason == "error" and "max_model_len" in results[0].error
+    assert results[1].finish_reason in ("stop", "length") and results[1].token_ids
+
+
+# ---------------------------------------------------------------- OpenAI engine faults (fast)
+
+
+def test_openai_retries_and_fallbacks_are_bounded(flaky_endpoint):
+    url, hits = flaky_endpoint
+    cfg = OpenAIConfig(base_url=url, model="m", timeout_s=0.5, max_retries=2, backoff_s=0.05, concurrency=4)
+    engine = make_engine("openai", "m", openai=cfg)
+    ask = [GenRequest([{"role": "user", "content": cue}], GREEDY) for cue in ("ok", "FAIL", "BAD", "STALL", "FLAKY")]
+    started = time.perf_counter()
+    ok, fail, bad, stall, flaky = engine.generate(ask)
+    elapsed = time.perf_counter() - started
+    engine.close()
+    assert ok.text.endswith("Rating: 6") and ok.retries == 0 and ok.error is None
+    assert fail.finish_reason == "error" and fail.retries == 2 and "500" in fail.error
+    assert bad.finish_reason == "error" and bad.retries == 0  # a 4xx is not retried
+    assert stall.finish_reason == "error" and stall.retries == 2 and "Timeout" in stall.error
+    assert flaky.finish_reason == "stop" and flaky.retries == 1
+    assert hits["FAIL"] == 3 and hits["STALL"] == 3 and hits["BAD"] == 1
+    assert engine.stats.errors == 3 and engine.stats.retries == 5
+    assert elapsed < 5.0  # 3 timeouts of 0.5 s and short back-offs, not the stalls' 3 s each
+    with pytest.raises(NotImplementedError):
+        engine.score([1], [2], None)
+
+
+# ---------------------------------------------------------------- vLLM (slow, one shared engine)
+
+
+@pytest.mark.slow
+def test_vllm_shared_engine_serves_base_and_adapter_in_one_batch(vllm_engine, hf_smollm2, smollm2_path,
+                                                                make_random_lora):
+    """The critic's request (no adapter) and the actor's (adapter) for the same prompt, in one mixed
+    batch, give the base model's and the adapted model's greedy float32 tokens (checked against HF)."""
+    v1, v2 = make_random_lora(smollm2_path, 1), make_random_lora(smollm2_path, 2)
+    for engine in (vllm_engine, hf_smollm2):
+        engine.load_adapter("actor", v1, 1)
+    batch = [GenRequest(POEM, GREEDY), GenRequest(POEM, GREEDY, "actor"), GenRequest(OTHER, GREEDY),
+             GenRequest(OTHER, GREEDY, "actor")]
+    got = vllm_engine.generate(batch)
+    want = hf_smollm2.generate(batch)
+    assert [r.token_ids for r in got] == [r.token_ids for r in want]
+    assert got[0].token_ids != got[1].token_ids and got[2].token_ids != got[3].token_ids
+    assert [r.adapter_version for r in got] == [None, 1, None, 1]
+
+    for engine in (vllm_engine, hf_smollm2):  # hot-load a new version: new id, old one removed
+        engine.load_adapter("actor", v2, 2)
+    got2 = vllm_engine.generate(batch[:2])
+    assert [r.token_ids for r in got2] == [r.token_ids for r in hf_smollm2.generate(batch[:2])]
+    assert got2[0].token_ids == got[0].token_ids and got2[1].token_ids != got[1].token_ids
+    assert vllm_engine.adapter_version("actor") == 2 and got2[1].adapter_version == 2
+    assert len(vllm_engine.llm.llm_engine.list_loras()) == 2  # the identity + actor v2
+
+    # an all-base batch right after adapter batches is exact by both routes: LoRA off
+    # (plain_base_batches, the CPU default) and the identity adapter
+    default = vllm_engine.plain_base_batches
+    try:
+        for plain in (True, False):
+            vllm_engine.plain_base_batches = plain
+            base_only = vllm_engine.generate([batch[0], batch[2]])
+            assert [r.token_ids for r in base_only] == [want[0].token_ids, want[2].token_ids], plain
+    finally:
+        vllm_engine.plain_base_batches = default
+
+
+@pytest.mark.slow
+def test_vllm_logprobs_are_temperature_one_and_match_score(vllm_engine, hf_smollm2, smollm2_path,
+                                                          make_random_lora):
+    for engine in (vllm_engine, hf_smollm2):
+        if engine.adapter_version("actor") is None:
+            engine.load_adapter("actor", make_random_lora(smollm2_path, 1), 1)
+    # sampled at temperature 0.7 / top-p 0.9, yet the log-probs are those of the raw distribution
+    sampling = Sampling(temperature=0.7, top_p=0.9, max_tokens=12, logprobs=True, seed=3)
+    for r in vllm_engine.generate([GenRequest(POEM, sampling, "actor"), GenRequest(POEM, sampling)]):
+        assert len(r.logprobs) == len(r.token_ids) == 12
+        assert r.logprobs == pytest.approx(vllm_engine.score(r.prompt_ids, r.token_ids, r.adapter), abs=2e-4)
+        assert r.logprobs == pytest.approx(hf_smollm2.score(r.prompt_ids, r.token_ids, r.adapter), abs=2e-3)
+
+
+@pytest.mark.slow
+def test_vllm_overlong_prompt_fails_alone(vllm_engine):
+    long = [{"role": "user", "content": "word " * 2100}]
+    results = vllm_engine.generate([GenRequest(long, GREEDY), GenRequest(POEM, Sampling(max_tokens=4))])
+    assert results[0].finish_reason == "error" and "max_model_len" in results[0].error
+    assert len(results[1].token_ids) == 4
+    with pytest.raises(EngineError, match="not loaded"):
+        vllm_engine.generate([GenRequest(POEM, GREEDY, adapter="nobody")])
+
+
+@pytest.mark.slow
+def test_openai_engine_against_vllm_serve(vllm_server, vllm_engine):
+    engine = make_engine("openai", "smollm2", openai=OpenAIConfig(base_url=vllm_server, timeout_s=60),
+                         return_token_ids=True)
+    sampling = Sampling(temperature=0.0, max_tokens=12, logprobs=True)
+    remote = engine.generate([GenRequest(POEM, sampling), GenRequest(OTHER, sampling)])
+    engine.close()
+    local = vllm_engine.generate([GenRequest(POEM, sampling), GenRequest(OTHER, sampling)])
+    for r, lo in zip(remote, local):
+        assert r.error is None and r.retries == 0
+        assert r.token_ids == lo.token_ids and r.prompt_ids == lo.prompt_ids  # same model, same float32 greedy
+        assert r.logprobs == pytest.approx(lo.logprobs, abs=1e-3)
