@@ -1,0 +1,10 @@
+"""The PAU evaluation harness (SPEC §9): in-context and interactive runs of the actor, the LM-judge
+description score, code match in the sandbox, statistics, reports, plots and run comparison.
+
+    python -m aac.eval model=... [checkpoint=PATH] mode=interactive|in_context data=PATH|HF_ID [limit=N]
+    python -m aac.eval.compare RUN_DIR... [--out DIR]
+
+In Python: `aac.eval.harness.evaluate(cfg)`, `aac.eval.compare.compare(run_dirs)`,
+`aac.eval.report.write_report(run_dir)`; the scoring pieces are `judge.Judge`,
+`codematch.CodeMatcher` and `stats.paired_bootstrap`.
+"""

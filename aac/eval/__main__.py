@@ -1,0 +1,38 @@
+"""`python -m aac.eval [+recipe=NAME] model=... [checkpoint=PATH] mode=interactive|in_context data=... [limit=N]`
+
+Plays the actor (base, or base + a peft LoRA adapter) over a PAU split, scores every episode
+(LM-judge description score, code match) and writes report.json / report.md / score_distribution.png
+into out_dir. Rerun with the same out_dir to resume. Keys: conf/eval_config.yaml, aac/eval/config.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from aac.cli import run_hydra
+from aac.config import ConfigError
+from aac.eval.config import rewrite_aliases
+
+
+def task(cfg) -> None:
+    from aac.env.instance import DatasetError
+    from aac.eval.harness import EvalError, evaluate
+    from aac.eval.lm import EngineFailure
+    from aac.eval.records import RunDirError
+
+    for noisy in ("httpx", "httpx2"):  # one INFO line per HTTP request (openai engine)
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        evaluate(cfg)
+    except (ConfigError, DatasetError, RunDirError, EvalError, EngineFailure) as e:
+        raise SystemExit(f"aac.eval: {e}") from None  # finished episodes and scores are kept: rerun resumes
+
+
+def main() -> None:
+    sys.argv = [sys.argv[0], *rewrite_aliases(sys.argv[1:])]
+    run_hydra(task, "eval_config", default_recipe=None)
+
+
+if __name__ == "__main__":
+    main()

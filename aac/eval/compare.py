@@ -1,0 +1,113 @@
+"""`python -m aac.eval.compare RUN_DIR... [--out DIR]`: runs side by side on their common instances,
+paired bootstrap p-values between every two runs, and the per-instance MAX over runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from itertools import combinations
+from pathlib import Path
+
+from aac.eval import records
+from aac.eval.report import fmt, summarize
+from aac.eval.stats import mean_std, paired_bootstrap, pct, per_instance_max
+
+
+def _names(run_dirs: list[Path], identities: list[dict]) -> list[str]:
+    names = [ident.get("name") or d.name for d, ident in zip(run_dirs, identities)]
+    if len(set(names)) < len(names):  # same model twice (e.g. two modes): fall back to folders
+        names = [str(d) for d in run_dirs]
+    return names
+
+
+def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 0) -> dict:
+    dirs = [Path(d) for d in run_dirs]
+    loaded = [records.load_run(d) for d in dirs]
+    names = _names(dirs, [ident for ident, _, _ in loaded])
+    scored = [{e["uid"] for e in eps if e["uid"] in scores} for _, eps, scores in loaded]
+    common = sorted(set.intersection(*scored)) if scored else []
+    if not common:
+        raise records.RunDirError("the runs share no scored instance: nothing to compare")
+    keep = set(common)
+    runs, score_by, code_by = [], [], []
+    for name, d, (ident, eps, scores) in zip(names, dirs, loaded):
+        eps = [e for e in eps if e["uid"] in keep]
+        runs.append({"name": name, "dir": str(d), "mode": ident.get("mode"), **summarize(ident, eps, scores)})
+        score_by.append({u: scores[u]["judge"]["score"] for u in common})
+        code_by.append({u: scores[u]["code_match"]["score"] for u in common})
+    best_score, best_code = per_instance_max(score_by), per_instance_max(code_by)
+    mean, std = mean_std(list(best_score.values()))
+    pvalues = []
+    for i, j in combinations(range(len(runs)), 2):
+        pvalues.append({
+            "a": names[i], "b": names[j],
+            "score_p": paired_bootstrap([score_by[i][u] for u in common], [score_by[j][u] for u in common],
+                                        resamples=resamples, seed=seed),
+            "code_match_p": paired_bootstrap([code_by[i][u] for u in common], [code_by[j][u] for u in common],
+                                             resamples=resamples, seed=seed),
+        })
+    return {
+        "n_common": len(common),
+        "resamples": resamples,
+        "runs": runs,
+        "max": {"description_score": {"mean": mean, "std": std,
+                                      "pct_ge_3": pct([v >= 3 for v in best_score.values()])},
+                "code_match": {"mean": mean_std(list(best_code.values()))[0],
+                               "pct_eq_1": pct([v >= 1 for v in best_code.values()])}},
+        "pvalues": pvalues,
+        "per_instance": {"uids": common, "score": {n: [s[u] for u in common] for n, s in zip(names, score_by)},
+                         "code_match": {n: [c[u] for u in common] for n, c in zip(names, code_by)},
+                         "score_max": [best_score[u] for u in common],
+                         "code_match_max": [best_code[u] for u in common]},
+    }
+
+
+def render_markdown(result: dict) -> str:
+    lines = [f"# PAU comparison on {result['n_common']} common instances", "",
+             "| run | mode | score | ≥ 3 | code match | = 1 | ≥ 0.5 | queries | concluded | format err |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["runs"]:
+        ds, cm = r["description_score"], r["code_match"]
+        lines.append(f"| {r['name']} | {r['mode'] or ''} | {fmt(ds['mean'])} ± {fmt(ds['std'])} | "
+                     f"{fmt(ds['pct_ge_3'], 1)} % | {fmt(100 * cm['mean'], 2)} % | {fmt(cm['pct_eq_1'], 1)} % | "
+                     f"{fmt(cm['pct_ge_0_5'], 1)} % | {fmt(r['queries_mean'])} | {fmt(r['concluded_pct'], 1)} % | "
+                     f"{fmt(100 * r['format_error_rate'], 1)} % |")
+    mx = result["max"]
+    lines.append(f"| **MAX** (per instance) | | {fmt(mx['description_score']['mean'])} ± "
+                 f"{fmt(mx['description_score']['std'])} | {fmt(mx['description_score']['pct_ge_3'], 1)} % | "
+                 f"{fmt(100 * mx['code_match']['mean'], 2)} % | {fmt(mx['code_match']['pct_eq_1'], 1)} % | | | | |")
+    if result["pvalues"]:
+        lines += ["", f"Paired bootstrap ({result['resamples']:,} resamples): one-sided p-value that A is not "
+                  "better than B (small: A is better; near 1: B is better).", "",
+                  "| A | B | p (score) | p (code match) |", "|---|---|---|---|"]
+        lines += [f"| {p['a']} | {p['b']} | {p['score_p']:.4f} | {p['code_match_p']:.4f} |"
+                  for p in result["pvalues"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m aac.eval.compare", description=__doc__)
+    parser.add_argument("run_dirs", nargs="+", help="eval run directories (written by python -m aac.eval)")
+    parser.add_argument("--out", help="folder for compare.md, compare.json and score_distribution.png")
+    parser.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        result = compare(args.run_dirs, resamples=args.resamples, seed=args.seed)
+    except (records.RunDirError, ValueError) as e:
+        sys.exit(f"aac.eval.compare: {e}")
+    text = render_markdown(result)
+    print(text, end="")
+    if args.out:
+        from aac.eval.plot import plot_score_distribution
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.md").write_text(text, encoding="utf-8")
+        records.write_json(out / "compare.json", result)
+        per = result["per_instance"]
+        plot_score_distribution({**per["score"], "MAX": per["score_max"]}, out / records.PLOT)
+
+
+if __name__ == "__main__":
+    main()

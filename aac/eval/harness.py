@@ -1,0 +1,199 @@
+"""`evaluate(cfg)`: play the actor over a split, score every episode, write the report.
+
+Stages, each resumable from the run directory: episodes (skipped for instances already in
+episodes.jsonl), scores (skipped for episodes already in scores.jsonl), report (always rebuilt).
+Engines are built only when a stage has work, and shared when actor, judge and coder are one model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from aac.config import validate
+from aac.eval import records
+from aac.eval.codematch import CodeMatcher
+from aac.eval.judge import Judge
+from aac.eval.lm import EngineCompleter
+from aac.eval.report import write_report
+
+log = logging.getLogger("aac.eval")
+ACTOR_ADAPTER = "actor"
+
+
+class EvalError(ValueError):
+    """A run that cannot start (bad checkpoint, ...); one line."""
+
+
+def resolve_adapter(path: str) -> Path:
+    """The peft adapter folder of `checkpoint=`: the folder itself, its `adapter/`, or the `adapter/`
+    of the latest training checkpoint under it (a step folder's parent or a training out_dir)."""
+    from aac.checkpoint import latest
+
+    p = Path(path).expanduser()
+    for cand in (p, p / "adapter"):
+        if (cand / "adapter_config.json").exists():
+            return cand
+    for root in (p, p / "checkpoints"):
+        ckpt = latest(root) if root.is_dir() else None
+        if ckpt is not None and (ckpt / "adapter" / "adapter_config.json").exists():
+            return ckpt / "adapter"
+    raise EvalError(f"checkpoint={path}: no peft adapter (adapter_config.json) there, in adapter/, "
+                    "or in a training checkpoint under it")
+
+
+def run_identity(cfg: Any, adapter: Path | None) -> dict:
+    """What makes two runs comparable; resuming into a folder with a different identity is refused."""
+    e = cfg.eval
+    model = cfg.model.name
+    name = e.name or f"{Path(model).name}{'+' + adapter.parent.name if adapter else ''} {e.mode}"
+    return {
+        "name": name, "model": model, "checkpoint": str(adapter) if adapter else None, "mode": e.mode,
+        "data": e.data, "split": e.split, "engine": e.engine or cfg.rollout.engine, "dtype": cfg.model.dtype,
+        "temperature": e.temperature, "max_tokens_per_turn": e.max_tokens_per_turn,
+        "history_window": e.history_window, "max_calls": e.max_calls, "call_timeout_s": e.call_timeout_s,
+        "judge_model": e.judge_model or model, "coder_model": e.coder_model or model,
+        "judge_max_tokens": e.judge_max_tokens, "coder_max_tokens": e.coder_max_tokens,
+        "codematch_timeout_s": e.codematch_timeout_s, "seed": cfg.seed,
+    }
+
+
+class Engines:
+    """Builds engines on first use and shares one per (kind, model): the judge and coder reuse the
+    actor's engine (adapter off) when they are the actor's base model."""
+
+    def __init__(self, cfg: Any):
+        self.cfg = cfg
+        self._made: dict[tuple[str, str], Any] = {}
+
+    def get(self, kind: str, model: str, *, lora_rank: int | None = None) -> Any:
+        from aac.rollout.engine import engine_from_config
+
+        key = (kind, model)
+        if key not in self._made:
+            # another model (judge/coder) keeps dtype and context length but not the actor's template kwargs
+            model_cfg = self.cfg.model if model == self.cfg.model.name else SimpleNamespace(
+                name=model, dtype=self.cfg.model.dtype, max_model_len=self.cfg.model.max_model_len,
+                chat_template_kwargs={})
+            extra: dict[str, Any] = {"kind": kind}
+            if kind == "openai" and model != self.cfg.model.name:  # rollout.openai.model names the actor
+                extra["openai"] = OmegaConf.merge(self.cfg.rollout.openai, {"model": ""})
+            if kind != "openai":  # an endpoint serves what it serves: no local LoRA switches
+                extra["enable_lora"] = lora_rank is not None
+                if lora_rank is not None:
+                    extra["max_lora_rank"] = max(self.cfg.rollout.max_lora_rank, lora_rank)
+            log.info("loading %s engine for %s", kind, model)
+            self._made[key] = engine_from_config(model_cfg, self.cfg.rollout, seed=self.cfg.seed, **extra)
+        return self._made[key]
+
+    def close(self) -> None:
+        for engine in self._made.values():
+            engine.close()
+        self._made.clear()
+
+
+def _progress(cfg: Any, total: int, what: str):
+    return tqdm(total=total, desc=what, unit="ep", disable=not cfg.logging.progress, dynamic_ncols=True)
+
+
+def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
+    path = run_dir / records.TIMING
+    timing = json.loads(path.read_text()) if path.exists() else {}
+    entry = timing.setdefault(stage, {"seconds": 0.0, "episodes": 0})
+    entry["seconds"] = round(entry["seconds"] + seconds, 2)
+    entry["episodes"] += count
+    records.write_json(path, timing)
+
+
+def play(cfg: Any, instances: list, run_dir: Path, engines: Engines, adapter: Path | None, pool: Any) -> None:
+    """Stage 1: write an episode record for every instance not yet in episodes.jsonl."""
+    from aac.env.protocol import ProtocolConfig, sandbox_caller
+    from aac.eval.runner import ActorSpec, run_in_context, run_interactive
+
+    e = cfg.eval
+    path = run_dir / records.EPISODES
+    done = {r["uid"] for r in records.read_jsonl(path, repair=True)}
+    todo = [i for i in instances if i.uid not in done]
+    if done:
+        log.info("resuming: %d of %d episodes already in %s", len(instances) - len(todo), len(instances), path)
+    if not todo:
+        return
+    kind = e.engine or cfg.rollout.engine
+    rank = json.loads((adapter / "adapter_config.json").read_text()).get("r", 16) if adapter else None
+    engine = engines.get(kind, cfg.model.name, lora_rank=rank)
+    if adapter is not None:
+        engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
+    actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed)
+    t0 = time.perf_counter()
+    with _progress(cfg, len(todo), f"{e.mode} episodes") as bar:
+        def save(recs: list[dict]) -> None:
+            records.append_jsonl(path, recs)
+
+        if e.mode == "interactive":
+            protocol = ProtocolConfig.from_eval(e, cfg.env)
+            caller = sandbox_caller(pool, spread_list=cfg.env.spread_list_args)
+            run_interactive(todo, actor, protocol, caller, batch_size=e.batch_size, on_done=save,
+                            progress=bar.update)
+        else:
+            run_in_context(todo, actor, batch_size=e.batch_size, on_done=save, progress=bar.update)
+    _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
+
+
+def score(cfg: Any, instances: list, run_dir: Path, engines: Engines, pool: Any) -> None:
+    """Stage 2: judge rating and code match for every episode not yet in scores.jsonl."""
+    from aac.eval.scoring import score_episodes
+
+    e = cfg.eval
+    by_uid = {i.uid: i for i in instances}
+    path = run_dir / records.SCORES
+    scored = {r["uid"] for r in records.read_jsonl(path, repair=True)}
+    todo = [ep for ep in records.read_jsonl(run_dir / records.EPISODES)
+            if ep["uid"] in by_uid and ep["uid"] not in scored]
+    if not todo:
+        return
+    kind = e.judge_engine or e.engine or cfg.rollout.engine
+    judge = Judge(EngineCompleter(engines.get(kind, e.judge_model or cfg.model.name), e.judge_max_tokens))
+    coder = EngineCompleter(engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
+    matcher = CodeMatcher(coder, pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args)
+    t0 = time.perf_counter()
+    with _progress(cfg, len(todo), "scoring") as bar:
+        score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
+                       on_done=lambda recs: records.append_jsonl(path, recs), progress=bar.update)
+    _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
+
+
+def evaluate(cfg: Any) -> dict:
+    """Run the harness described by a composed `eval_config`; returns the report (also in out_dir)."""
+    from aac.env.instance import load_instances
+    from aac.env.sandbox import SandboxPool
+
+    validate(cfg)
+    e = cfg.eval
+    run_dir = Path(cfg.out_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    adapter = resolve_adapter(e.checkpoint) if e.checkpoint else None
+    if adapter is not None and (e.engine or cfg.rollout.engine) == "openai":
+        raise EvalError("engine=openai cannot load checkpoint=: serve the adapter with the endpoint "
+                        "(vllm serve --lora-modules NAME=PATH) and set rollout.openai.model=NAME")
+    instances = load_instances(e.data, split=e.split, limit=e.limit, on_bad_row=cfg.env.on_bad_row)
+    records.check_same_run(run_dir, run_identity(cfg, adapter))
+    log.info("%s: %d instances of %s (%s) -> %s", e.mode, len(instances), e.data, e.split, run_dir)
+    engines = Engines(cfg)
+    try:
+        with SandboxPool.from_config(cfg.env.sandbox) as pool:
+            play(cfg, instances, run_dir, engines, adapter, pool)
+            if e.score:
+                score(cfg, instances, run_dir, engines, pool)
+    finally:
+        engines.close()
+    report = write_report(run_dir)
+    log.info("description score %.3f, code match %.2f %%, %s", report["description_score"]["mean"],
+             100 * report["code_match"]["mean"], run_dir / records.REPORT_MD)
+    return report

@@ -1,0 +1,77 @@
+"""The description score (SPEC §9): an LM judge rates predicted vs gold description on 1–5.
+
+Greedy; the reply ends with `Rating: n`; a reply without a rating in 1..5 scores 1 and is
+counted as unparsable (a health number of the judge, reported next to the score).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aac.env.prompts import strip_think
+from aac.eval.lm import Completer
+
+SYSTEM = "You are a careful grader of descriptions of Python functions. You answer concisely."
+
+RUBRIC = """\
+Someone explored an unknown Python function only by calling it, then described what it does.
+Compare their predicted description with the reference description of the same function and rate
+how accurately the prediction describes the function's behaviour (what it returns, for which inputs,
+edge cases). Judge behaviour, not wording or style.
+
+1 = completely inaccurate, empty, or unrelated
+2 = mostly inaccurate: at most superficial aspects are right
+3 = partially accurate: the main idea is right but important details are missing or wrong
+4 = mostly accurate: only small details are missing or wrong
+5 = completely accurate
+
+Function header: {header}
+
+Reference description:
+{gold}
+
+Predicted description:
+{predicted}
+
+Explain your judgement in at most three sentences, then end with a final line `Rating: <1-5>`."""
+
+_RATING = re.compile(r"rating\W{0,6}([1-5])(?![\d.]*\d)", re.IGNORECASE)
+
+
+def judge_messages(header: str, gold: str, predicted: str) -> list[dict]:
+    user = RUBRIC.format(header=header.strip(), gold=gold.strip(), predicted=predicted.strip())
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def parse_rating(text: str) -> int | None:
+    """The last `Rating: n` with n in 1..5 (markdown and `/5` tolerated); None if there is none."""
+    found = _RATING.findall(strip_think(text))
+    return int(found[-1]) if found else None
+
+
+@dataclass(frozen=True)
+class Rating:
+    score: int  # 1..5; unparsable -> 1
+    parsed: bool
+    text: str  # the judge's reply, kept for inspection
+
+
+def rating_from_reply(text: str) -> Rating:
+    value = parse_rating(text)
+    return Rating(score=value if value is not None else 1, parsed=value is not None, text=text)
+
+
+class Judge:
+    """Rates (header, gold, predicted) triples in one batch. An empty prediction scores 1 unasked."""
+
+    def __init__(self, completer: Completer):
+        self.completer = completer
+
+    def rate(self, items: list[tuple[str, str, str]]) -> list[Rating]:
+        asked = [i for i, (_, _, pred) in enumerate(items) if pred.strip()]
+        replies = self.completer([judge_messages(*items[i]) for i in asked])
+        out = [Rating(score=1, parsed=True, text="(empty prediction)")] * len(items)
+        for i, reply in zip(asked, replies):
+            out[i] = rating_from_reply(reply)
+        return out

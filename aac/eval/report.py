@@ -1,0 +1,109 @@
+"""report.json / report.md of one run: the PAU metrics (SPEC §9), overall and per source."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from aac.eval import records
+from aac.eval.stats import mean_std, pct, score_histogram
+
+
+def _code_match_block(values: list[float]) -> dict:
+    mean, std = mean_std(values)
+    return {"mean": mean, "std": std, "pct_eq_1": pct([v >= 1.0 for v in values]),
+            "pct_ge_0_5": pct([v >= 0.5 for v in values])}
+
+
+def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
+    scored = [scores[e["uid"]] for e in episodes if e["uid"] in scores]
+    ratings = [s["judge"]["score"] for s in scored]
+    mean, std = mean_std(ratings)
+    turns = sum(e["turns"] for e in episodes)
+    out = {
+        "n": len(episodes),
+        "n_scored": len(scored),
+        "description_score": {
+            "mean": mean, "std": std, "pct_at": score_histogram(ratings), "pct_ge_3": pct([r >= 3 for r in ratings]),
+            "judge_unparsable_pct": pct([not s["judge"]["parsed"] for s in scored]),
+        },
+        "code_match": _code_match_block([s["code_match"]["score"] for s in scored]),
+        "queries_mean": mean_std([e["num_queries"] for e in episodes])[0],
+        "concluded_pct": pct([e["concluded"] for e in episodes]),
+        "format_error_rate": sum(e["format_errors"] for e in episodes) / turns if turns else float("nan"),
+        "actor_engine_errors": sum(e.get("engine_errors", 0) for e in episodes),
+    }
+    gold = [s["code_match_gold"]["score"] for s in scored if s.get("code_match_gold")]
+    if gold:
+        out["code_match_gold"] = _code_match_block(gold)
+    return out
+
+
+def summarize(identity: dict, episodes: list[dict], scores: dict[str, dict]) -> dict:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for e in episodes:
+        groups[e.get("source") or "unknown"].append(e)
+    report = {"run": identity, **_metrics(episodes, scores)}
+    report["by_source"] = {src: _metrics(eps, scores) for src, eps in sorted(groups.items())}
+    return report
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """A number for the tables; nothing to average (nan, or null read back from JSON) is a dash."""
+    return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def render_markdown(report: dict) -> str:
+    run, ds, cm = report["run"], report["description_score"], report["code_match"]
+    what = ", ".join(f"{k}={run[k]}" for k in ("model", "checkpoint", "mode", "data", "split") if run.get(k))
+    lines = [
+        f"# PAU evaluation: {run.get('name', '')}".rstrip(), "", what, "",
+        f"{report['n']} episodes, {report['n_scored']} scored.", "",
+        "| metric | value |", "|---|---|",
+        f"| description score (1–5) | {fmt(ds['mean'])} ± {fmt(ds['std'])} |",
+        f"| description score ≥ 3 | {fmt(ds['pct_ge_3'], 1)} % |",
+        *(f"| description score = {k} | {fmt(v, 1)} % |" for k, v in ds["pct_at"].items()),
+        f"| judge replies without a rating | {fmt(ds['judge_unparsable_pct'], 1)} % |",
+        f"| code match | {fmt(100 * cm['mean'], 2)} % |",
+        f"| code match = 1 | {fmt(cm['pct_eq_1'], 1)} % |",
+        f"| code match ≥ 0.5 | {fmt(cm['pct_ge_0_5'], 1)} % |",
+    ]
+    if "code_match_gold" in report:
+        lines.append(f"| code match from the gold description (upper bound) | "
+                     f"{fmt(100 * report['code_match_gold']['mean'], 2)} % |")
+    lines += [
+        f"| queries per episode | {fmt(report['queries_mean'])} |",
+        f"| concluded | {fmt(report['concluded_pct'], 1)} % |",
+        f"| format errors per turn | {fmt(100 * report['format_error_rate'], 1)} % |",
+        f"| actor replies lost to engine errors | {report['actor_engine_errors']} |",
+    ]
+    if "timing" in report:
+        stages = ", ".join(f"{k} {v['seconds']:.0f} s for {v['episodes']} episodes" for k, v in report["timing"].items())
+        lines += ["", f"Wall time: {stages}."]
+    lines += [
+        "", "## Per source", "",
+        "| source | n | score | ≥ 3 | code match | queries | concluded |", "|---|---|---|---|---|---|---|",
+    ]
+    for src, m in report["by_source"].items():
+        lines.append(f"| {src} | {m['n']} | {fmt(m['description_score']['mean'])} | "
+                     f"{fmt(m['description_score']['pct_ge_3'], 1)} % | {fmt(100 * m['code_match']['mean'], 2)} % | "
+                     f"{fmt(m['queries_mean'])} | {fmt(m['concluded_pct'], 1)} % |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir: str | Path, *, plot: bool = True) -> dict:
+    """Summarise a run directory into report.json, report.md (and the score plot)."""
+    run_dir = Path(run_dir)
+    identity, episodes, scores = records.load_run(run_dir)
+    report = summarize(identity, episodes, scores)
+    if (run_dir / records.TIMING).exists():
+        report["timing"] = json.loads((run_dir / records.TIMING).read_text(encoding="utf-8"))
+    records.write_json(run_dir / records.REPORT_JSON, report)
+    (run_dir / records.REPORT_MD).write_text(render_markdown(report), encoding="utf-8")
+    if plot:
+        from aac.eval.plot import plot_score_distribution
+
+        name = identity.get("name") or run_dir.name
+        plot_score_distribution({name: [s["judge"]["score"] for s in scores.values()]}, run_dir / records.PLOT)
+    return report

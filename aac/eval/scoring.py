@@ -1,0 +1,36 @@
+"""Scoring finished episodes: judge rating and code match, one batch of episodes at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from aac.eval.codematch import CodeMatcher, CoderTask, Example
+from aac.eval.judge import Judge
+
+
+def coder_task(episode: dict, instance, description: str) -> CoderTask:
+    examples = [Example(inp, out, err) for inp, out, err in episode["observations"]]
+    return CoderTask(header=instance.header, description=description, examples=examples,
+                     test_examples=list(instance.test_examples))
+
+
+def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge, matcher: CodeMatcher,
+                   *, gold: bool, batch_size: int, on_done: Callable[[list[dict]], None],
+                   progress: Callable[[int], None] = lambda n: None) -> None:
+    """Rate each episode's description against the gold one and code-match it (and, with `gold`,
+    code-match the gold description on the same observed examples)."""
+    for start in range(0, len(episodes), batch_size):
+        chunk = episodes[start: start + batch_size]
+        insts = [instances[e["uid"]] for e in chunk]
+        ratings = judge.rate([(i.header, i.description, e["description"]) for e, i in zip(chunk, insts)])
+        matches = matcher.score([coder_task(e, i, e["description"]) for e, i in zip(chunk, insts)])
+        golds = matcher.score([coder_task(e, i, i.description) for e, i in zip(chunk, insts)]) if gold else None
+        out = []
+        for k, (e, r, m) in enumerate(zip(chunk, ratings, matches)):
+            rec = {"uid": e["uid"], "judge": {"score": r.score, "parsed": r.parsed, "text": r.text},
+                   "code_match": m.to_dict()}
+            if golds is not None:
+                rec["code_match_gold"] = golds[k].to_dict()
+            out.append(rec)
+        on_done(out)
+        progress(len(chunk))
