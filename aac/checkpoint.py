@@ -1,0 +1,88 @@
+"""Training checkpoints, written atomically: a killed run never leaves a half checkpoint.
+
+Layout of `OUT/checkpoints/step_000010/`:
+  adapter/       the LoRA in peft format (PeftModel.from_pretrained / vLLM LoRA can read it)
+  learner.pt     optimizer and scheduler state (and the adapter weights, for exact resume)
+  trainer.json   step, adapter version, data-order position, config hash
+  rng.pt         python / numpy / torch RNG states
+`OUT/checkpoints/latest` names the newest complete one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+DONE = "trainer.json"  # written last inside the temp dir: its presence marks a complete checkpoint
+
+
+def rng_state() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save(root: Path, step: int, *, learner: Any, trainer_state: dict[str, Any], keep: int = 3) -> Path:
+    """Write checkpoint `step` under `root` (temp dir, then rename), then point `latest` at it."""
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step_{step:06d}"
+    tmp = root / f".tmp-step_{step:06d}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    learner.save_adapter(str(tmp / "adapter"))
+    torch.save(learner.state_dict(), tmp / "learner.pt")
+    torch.save(rng_state(), tmp / "rng.pt")
+    (tmp / DONE).write_text(json.dumps(trainer_state, indent=1))
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+    if final.exists():  # a checkpoint of the same step from an earlier, killed attempt
+        shutil.rmtree(final)
+    tmp.rename(final)
+    _fsync_dir(root)
+    pointer = root / ".latest.tmp"
+    pointer.write_text(final.name)
+    os.replace(pointer, root / "latest")
+    for old in sorted(root.glob("step_*"))[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest(root: Path) -> Optional[Path]:
+    """The newest complete checkpoint under `root`, or None."""
+    pointer = root / "latest"
+    if pointer.exists():
+        path = root / pointer.read_text().strip()
+        if (path / DONE).exists():
+            return path
+    complete = [p for p in sorted(root.glob("step_*")) if (p / DONE).exists()]
+    return complete[-1] if complete else None
+
+
+def load(path: Path, *, learner: Any) -> dict[str, Any]:
+    """Restore learner and RNG state from `path`; returns the trainer state."""
+    if not (path / DONE).exists():
+        raise FileNotFoundError(f"{path} is not a complete aac checkpoint (no {DONE})")
+    learner.load_state_dict(torch.load(path / "learner.pt", weights_only=False))
+    set_rng_state(torch.load(path / "rng.pt", weights_only=False))
+    return json.loads((path / DONE).read_text())

@@ -1,0 +1,130 @@
+"""Training metrics: what a rollout batch says about the policy, and where metrics go.
+
+Every metric is named for what it measures. They go to `metrics.jsonl` in the run dir, to
+wandb (offline unless told otherwise) and, briefly, to the console; `plot` draws the curves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Optional
+
+log = logging.getLogger("aac.train")
+PHASES = ("reasoning", "input", "reflect")
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
+    """Per-step rollout metrics: rewards per phase, episode shape, parse failures, stops."""
+    m: dict[str, float] = {}
+    by_phase: dict[str, list[float]] = defaultdict(list)
+    fails: dict[str, list[float]] = defaultdict(list)
+    eps = batch.episodes
+    for ep in eps:
+        for t in ep.turns:
+            by_phase[t.phase].append(t.reward)
+            fails[t.phase].append(0.0 if t.parse_ok else 1.0)
+    for p in PHASES:
+        m[f"reward/{p}_mean"] = _mean(by_phase[p])
+        m[f"parse_fail/{p}_rate"] = _mean(fails[p])
+    m["reward/episode_total_mean"] = _mean([ep.total_reward for ep in eps])
+    m["episode/turns_mean"] = _mean([len(ep.turns) for ep in eps])
+    m["episode/queries_mean"] = _mean([ep.num_queries for ep in eps])
+    m["episode/concluded_pct"] = 100 * _mean([float(ep.concluded) for ep in eps])
+    m["episode/timed_out_pct"] = 100 * _mean([float(ep.timed_out) for ep in eps])
+    # premature stop: said YES while the critic rated the final hypothesis <= the stop threshold
+    premature = [
+        float(ep.turns[-1].score is not None and ep.turns[-1].score <= stop_threshold)
+        for ep in eps
+        if ep.concluded and ep.turns
+    ]
+    m["episode/premature_stop_pct"] = 100 * (sum(premature) / len(eps)) if eps else float("nan")
+    for k, v in batch.timings.items():
+        m[f"time/{k}_s"] = v
+    for k, v in batch.critic_health.items():
+        if isinstance(v, (int, float)):
+            m[f"critic/{k}"] = float(v)
+    m["rollout/generated_tokens"] = float(batch.generated_tokens)
+    return m
+
+
+class MetricsLog:
+    """Appends one JSON line per step; mirrors to wandb when enabled."""
+
+    def __init__(self, out_dir: Path, cfg: Any, config_dict: dict):
+        self.path = out_dir / "metrics.jsonl"
+        self.wandb = None
+        if cfg.logging.wandb_mode != "disabled":
+            try:
+                import wandb
+
+                self.wandb = wandb.init(
+                    project=cfg.logging.project,
+                    name=cfg.logging.run_name or out_dir.name,
+                    dir=str(out_dir),
+                    mode=cfg.logging.wandb_mode,
+                    config=config_dict,
+                    reinit="finish_previous",
+                )
+            except Exception as e:  # logging must never stop training
+                log.warning("wandb disabled: %s", e)
+
+    def write(self, step: int, metrics: dict[str, Any]) -> None:
+        row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.wandb is not None:
+            self.wandb.log({k: v for k, v in row.items() if isinstance(v, (int, float))}, step=step)
+
+    def close(self) -> None:
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    return v
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot(rows: list[dict[str, Any]], out: Path, keys: Optional[list[str]] = None) -> Optional[Path]:
+    """Save the training curves as one PNG (a panel per metric)."""
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = keys or [
+        "reward/episode_total_mean", "reward/reasoning_mean", "reward/input_mean", "reward/reflect_mean",
+        "episode/queries_mean", "episode/concluded_pct", "update/kl", "update/clip_frac",
+    ]
+    keys = [k for k in keys if any(r.get(k) is not None for r in rows)]
+    cols = 4
+    fig, axes = plt.subplots(math.ceil(len(keys) / cols), cols, figsize=(4 * cols, 3 * math.ceil(len(keys) / cols)),
+                             squeeze=False)
+    for ax, key in zip(axes.flat, keys):
+        pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3)
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
