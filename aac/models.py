@@ -33,8 +33,10 @@ class ModelSpec:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def _atomic_build(target: Path, build: Callable[[Path], None]) -> None:
-    """Build into a temp sibling, then rename: a killed build never leaves a half folder."""
+def atomic_build(target: Path, build: Callable[[Path], None], marker: str = "config.json") -> None:
+    """Build a folder into a temp sibling, then rename: a killed build never leaves a half folder.
+
+    `marker` is a file every complete build holds (for losing a race to a concurrent builder)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     tmp.chmod(0o755)
@@ -43,7 +45,7 @@ def _atomic_build(target: Path, build: Callable[[Path], None]) -> None:
         try:
             tmp.rename(target)
         except OSError:  # a concurrent builder won the race; its folder is as good as ours
-            if not (target / "config.json").exists():
+            if not (target / marker).exists():
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -169,7 +171,7 @@ def resolve_model(name: str) -> str:
         return spec.source
     target = aac_home() / "models" / spec.name
     if not (target / "config.json").exists():
-        _atomic_build(target, spec.builder)
+        atomic_build(target, spec.builder)
         log.info("built %s at %s", spec.name, target)
     return str(target)
 

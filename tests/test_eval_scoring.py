@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from test_eval_runner import _DIVMOD as DIVMOD_SOURCE
 
 from aac.eval.codematch import CodeMatcher, CoderTask, Example, coder_messages, extract_code, score_code
 from aac.eval.judge import Judge, judge_messages, parse_rating, rating_from_reply
@@ -84,16 +85,7 @@ def test_coder_prompt_shows_description_header_and_all_observations():
 
 # ---------------------------------------------------------------- code match in the sandbox
 
-TUPLE_GOLD = '''\
-def validate_input_args(arg0, arg1):
-    if not isinstance(arg0, int) or not isinstance(arg1, int):
-        raise TypeError("arg0 and arg1 must be integers")
-
-def test_func(arg0, arg1):
-    validate_input_args(arg0, arg1)
-    a, b = arg0, arg1
-    return divmod(a, b) if b else (0, a)
-'''
+TUPLE_GOLD = DIVMOD_SOURCE
 # as stored in PAU rows: outputs went through JSON (tuples are lists), some are repr strings
 TUPLE_TESTS = [("(10, 3)", [3, 1]), ("(5, 0)", [0, 5]), ("(-7, 2)", "(-4, 1)"), ("(100, 7)", [14, 2])]
 

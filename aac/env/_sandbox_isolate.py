@@ -178,8 +178,21 @@ def _private_root(tmp_mb: int, expose: list[str], uid: int) -> dict:
     """Private /tmp and /proc, `expose` reachable for `uid`, every other mount read-only
     (runs inside the new namespaces, before the uid drop)."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    # import paths under /tmp (a checkout or venv there) would vanish under the private tmpfs:
+    # hold them by fd, then bind them back at the same place inside it (read-only below)
+    under_tmp: list[str] = []
+    for path in sorted(p for p in expose if p.startswith("/tmp/") and os.path.isdir(p)):
+        if not any(path.startswith(root + "/") for root in under_tmp):
+            under_tmp.append(path)
+    held = [(path, os.open(path, os.O_PATH)) for path in under_tmp]
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_mb}m,mode=1777")
+    for path, fd in held:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        os.close(fd)
     details: dict = {"tmp": f"tmpfs {tmp_mb} MiB"}
+    if under_tmp:
+        details["tmp_binds"] = under_tmp
     try:
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
         details["proc"] = "private"
@@ -283,13 +296,15 @@ def setup_worker(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: 
                  fsize_mb: int, nofile: int, import_paths: list[str]) -> dict:
     """Isolate the calling (worker) process; returns details for the report. After this the
     process cannot create processes or threads. `tmp_dir` is its private writable directory
-    (ignored for namespace modes, whose private /tmp is a fresh tmpfs); `import_paths` must stay
+    (ignored for namespace modes, which use /tmp/work in a fresh tmpfs); `import_paths` must stay
     readable (namespace modes make them so where they can)."""
     was_root = os.geteuid() == 0
     details: dict = {"mode": mode}
     if mode in ("namespaces", "userns"):
         details.update(_private_root(tmp_mb, import_paths, NOBODY if mode == "namespaces" else os.geteuid()))
-        tmp_dir = "/tmp"
+        tmp_dir = "/tmp/work"  # a subfolder: bind points of import paths under /tmp stay out of sight
+        os.mkdir(tmp_dir)
+        os.chmod(tmp_dir, 0o1777)
         details["network"] = "none (empty namespace)"
         details["pids"] = "private namespace"
     os.chdir(tmp_dir)

@@ -23,8 +23,6 @@ import itertools
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,24 +42,14 @@ def identity_adapter(model_path: str, cache_dir: Optional[Path] = None) -> str:
 
     Built from the model's config on the meta device (no weights loaded), rank 1 on the attention
     query projection of every layer: the adapter adds exactly 0, so outputs are the base model's."""
-    from aac.models import aac_home
+    from aac.models import aac_home, atomic_build
 
     config_text = (Path(model_path) / "config.json").read_text() if Path(model_path).is_dir() else model_path
     digest = hashlib.sha256(config_text.encode()).hexdigest()[:16]
     target = (cache_dir or aac_home() / "adapters") / f"identity-{digest}"
     if (target / "adapter_model.safetensors").exists():
         return str(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        _write_identity(model_path, tmp)
-        try:
-            tmp.rename(target)
-        except OSError:  # a concurrent builder won the race; its folder is as good as ours
-            if not (target / "adapter_model.safetensors").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    atomic_build(target, lambda out: _write_identity(model_path, out), marker="adapter_model.safetensors")
     return str(target)
 
 
