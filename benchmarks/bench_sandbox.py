@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from aac.env.sandbox import SandboxPool
+from aac.sandbox.pool import SandboxPool
 
 TRIVIAL = ("def test_func(a, b):\n    return a + len(b)\n", "(3, 'ab')", 5)
 TYPICAL = ("""def validate_input_args(arg0, arg1):

@@ -20,8 +20,8 @@ from pathlib import Path
 
 def main(overrides: list[str]) -> None:
     from aac.config import compose
+    from aac.engines.base import GenRequest, Sampling
     from aac.env.protocol import Episode, ProtocolConfig
-    from aac.rollout.engine import GenRequest, Sampling
     from aac.train import Trainer
 
     cfg = compose("+recipe=smollm2_cpu", "rollout.placement=local", "logging.wandb_mode=disabled",
@@ -29,7 +29,7 @@ def main(overrides: list[str]) -> None:
     out = Path(tempfile.mkdtemp(prefix="bench-train-"))
     t0 = time.perf_counter()
     trainer = Trainer(cfg, out)
-    print(f"setup: {time.perf_counter() - t0:.1f}s ({cfg.rollout.engine} engine, {cfg.learner.engine} learner)")
+    print(f"setup: {time.perf_counter() - t0:.1f}s ({cfg.rollout.engine} engine, {cfg.learner.backend} learner)")
     try:
         idx = trainer.order.indices(0)
         groups = [[trainer.instances[i]] * cfg.rollout.group_size for i in idx]

@@ -119,7 +119,7 @@ def main() -> None:
     else:
         model = build_random(TINY if args.tiny else Shape(), dtype, device)
     build_s = time.perf_counter() - t0
-    cfg = LearnerConfig(engine=args.engine, zero_stage=args.zero_stage, lora_r=args.lora_r, lora_alpha=args.lora_r,
+    cfg = LearnerConfig(backend=args.engine, zero_stage=args.zero_stage, lora_r=args.lora_r, lora_alpha=args.lora_r,
                         dtype=args.dtype, kl_coef=args.kl_coef, micro_batch_tokens=args.micro_batch_tokens,
                         gradient_checkpointing=args.gradient_checkpointing, lr=1e-6)
     learner = Learner(cfg, "", seed=0, base_model=model)

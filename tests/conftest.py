@@ -82,7 +82,7 @@ def make_random_lora(tmp_path_factory):
 def vllm_engine(smollm2_path, tmp_path_factory):
     """The in-process vLLM engine on SmolLM2 (float32, LoRA on, 1 GiB KV cache), shared by all tests."""
     pytest.importorskip("vllm")
-    from aac.rollout.engine import make_engine
+    from aac.engines import make_engine
 
     engine = make_engine("vllm", smollm2_path, dtype="float32", max_model_len=2048, enable_lora=True,
                          max_lora_rank=16, max_loras=2, seed=0, kv_cache_gb=1, enforce_eager=True,
@@ -94,7 +94,7 @@ def vllm_engine(smollm2_path, tmp_path_factory):
 @pytest.fixture(scope="session")
 def hf_smollm2(smollm2_path):
     """SmolLM2 through transformers `generate` (float32), shared by all tests."""
-    from aac.rollout.engine import make_engine
+    from aac.engines import make_engine
 
     engine = make_engine("hf", smollm2_path, dtype="float32", max_model_len=2048, seed=0)
     yield engine

@@ -11,15 +11,17 @@ import time
 import pytest
 from conftest import SHARED_SOURCES
 
-from aac.env import build as build_mod
-from aac.env._build_coverage import CoverageRunner
-from aac.env._build_inputs import Mutator, code_constants, infer_types, render, same_value, validator_source
-from aac.env._build_sources import clean_description, read_tasks
-from aac.env.anonymize import RejectedCode, anonymize, with_validator
-from aac.env.build import BuildConfig, build, builtin_path, split_instances
-from aac.env.instance import PAU_COLUMNS, load_instances, write_instances
-from aac.env.sandbox import SandboxPool
-from aac.env.values import outputs_match, parse_input
+from aac.data import build as build_mod
+from aac.data.anonymize import RejectedCode, anonymize, with_validator
+from aac.data.build import BuildConfig, build, builtin_path, split_instances
+from aac.data.coverage import CoverageRunner
+from aac.data.inputs import Mutator, code_constants, infer_types, render, same_value, validator_source
+from aac.data.sources import clean_description, read_tasks
+from aac.datasets import load_instances as load_any
+from aac.env.instance import PAU_COLUMNS, load_instances
+from aac.env.rows import to_row, write_instances
+from aac.sandbox.pool import SandboxPool
+from aac.sandbox.values import outputs_match, parse_input
 
 SOURCE = '''
 from typing import List
@@ -266,7 +268,7 @@ def humaneval_build(tmp_path_factory, run_module):
     out = tmp_path_factory.mktemp("he") / "he.jsonl"
     summary = out.with_name("summary.json")
     start = time.monotonic()
-    proc = run_module("aac.env.build", "--source", "humaneval", "--out", str(out), "--limit", "12",
+    proc = run_module("aac.data.build", "--source", "humaneval", "--out", str(out), "--limit", "12",
                       "--summary-json", str(summary))
     assert proc.returncode == 0, proc.stderr
     return out, json.loads(summary.read_text()), proc.stdout, time.monotonic() - start
@@ -338,15 +340,15 @@ def test_generic_jsonl_source(tmp_path, sandbox):
     write_instances(tmp_path / "out.jsonl", instances)
     check_rows(tmp_path / "out.jsonl", sandbox)
     again, _ = build(f"jsonl:{src}")
-    assert [i.to_row() for i in again] == [i.to_row() for i in instances]  # seeded: the same rows
+    assert [to_row(i) for i in again] == [to_row(i) for i in instances]  # seeded: the same rows
     other, _ = build(f"jsonl:{src}", cfg=BuildConfig(seed=1))
     assert [i.test_examples for i in other] != [i.test_examples for i in instances]
 
 
 def test_cli_reports_bad_sources_in_one_line(run_module, tmp_path):
-    proc = run_module("aac.env.build", "--source", "nope:x", "--out", str(tmp_path / "o.jsonl"))
+    proc = run_module("aac.data.build", "--source", "nope:x", "--out", str(tmp_path / "o.jsonl"))
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: unknown source 'nope'")
-    proc = run_module("aac.env.build", "--source", "mbpp", "--out", str(tmp_path / "o.jsonl"))
+    proc = run_module("aac.data.build", "--source", "mbpp", "--out", str(tmp_path / "o.jsonl"))
     assert proc.returncode == 2 and "needs a file" in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -362,7 +364,7 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
     meta = json.loads((train.parent / "meta.json").read_text())
     assert meta["build_version"] == build_mod.BUILD_VERSION and meta["rows_kept"] == 3
     ids = [i.uid for i in load_instances(train)]
-    ids += [i.uid for i in load_instances("builtin:tiny", split="test")]
+    ids += [i.uid for i in load_any("builtin:tiny", split="test")]
     assert sorted(ids) == ["g/0", "g/2", "g/4"]
     stamp = train.stat().st_mtime_ns
     assert builtin_path("tiny", "train") == train and train.stat().st_mtime_ns == stamp  # built once

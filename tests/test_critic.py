@@ -10,9 +10,9 @@ import pytest
 from aac.config import CriticConfig, ModelConfig, OpenAIConfig, RolloutConfig
 from aac.critic import Judgment, PrivilegedCritic, make_critic, parse_rating
 from aac.critic.prompts import critic_messages
+from aac.engines.base import Engine, GenResult
 from aac.env.instance import Instance
-from aac.env.protocol import Observation
-from aac.rollout.engine import Engine, GenResult
+from aac.env.observation import Observation
 
 # ---------------------------------------------------------------- rating parsing
 

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from aac.config import OpenAIConfig
-from aac.rollout.engine import EngineError, GenRequest, Sampling, cut_at_stop, make_engine
+from aac.engines import EngineError, GenRequest, Sampling, make_engine
+from aac.engines.base import cut_at_stop
 
 POEM = [{"role": "user", "content": "Write a short poem about the sea."}]
 OTHER = [{"role": "user", "content": "List three colours."}]

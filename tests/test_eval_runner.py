@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from aac.engines.base import GenResult
 from aac.env import prompts
 from aac.env.instance import load_instances
 from aac.env.protocol import Episode, ProtocolConfig, sandbox_caller
 from aac.eval import records, runner
 from aac.eval.runner import ActorSpec, run_in_context, run_interactive
-from aac.rollout.engine import GenResult
 
 _DIVMOD = '''\
 def validate_input_args(arg0, arg1):

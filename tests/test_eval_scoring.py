@@ -92,7 +92,7 @@ TUPLE_TESTS = [("(10, 3)", [3, 1]), ("(5, 0)", [0, 5]), ("(-7, 2)", "(-4, 1)"), 
 
 @pytest.fixture(scope="module")
 def pool():
-    from aac.env.sandbox import SandboxPool
+    from aac.sandbox.pool import SandboxPool
 
     with SandboxPool(workers=1) as p:
         yield p

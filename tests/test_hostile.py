@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from aac.env.sandbox import SandboxPool
+from aac.sandbox.pool import SandboxPool
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 1.0

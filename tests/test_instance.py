@@ -14,8 +14,8 @@ from aac.env.instance import (
     DatasetError,
     Instance,
     load_instances,
-    write_instances,
 )
+from aac.env.rows import to_row, write_instances
 
 CODE = '''def validate_input_args(arg0, arg1):
     if not isinstance(arg0, int) or not isinstance(arg1, str):
@@ -44,7 +44,7 @@ def make_instance(uid: str = "t/0", **changes) -> Instance:
 
 def published_row(**changes) -> dict:
     """A row as the published set stores it: JSON text columns, no task_id/source, error "None"."""
-    row = {k: v for k, v in make_instance().to_row().items() if k in PAU_COLUMNS}
+    row = {k: v for k, v in to_row(make_instance()).items() if k in PAU_COLUMNS}
     row.update(changes)
     return row
 
@@ -61,14 +61,14 @@ def test_round_trip_through_files(tmp_path, suffix):
 
 
 def test_to_row_is_the_published_schema_with_json_text_columns():
-    row = make_instance().to_row()
+    row = to_row(make_instance())
     assert set(row) == {*PAU_COLUMNS, "task_id", "source"}
     assert all(isinstance(v, str) for v in row.values())
     assert json.loads(row["all_examples"])[0] == ["(3, 'ab')", ["ababab", 3], "None"]
 
 
 def test_empty_prompt_columns_are_filled_with_our_prompts():
-    row = make_instance(direct_prompt="", interactive_starting_prompt="").to_row()
+    row = to_row(make_instance(direct_prompt="", interactive_starting_prompt=""))
     assert "def test_func(arg0, arg1):" in row["direct_prompt"] and "Description:" in row["direct_prompt"]
     assert "(3, 'ab') -> ['ababab', 3]" in row["interactive_starting_prompt"]
 
@@ -89,7 +89,7 @@ def test_datasets_paths(tmp_path):
     import datasets
 
     instances = [make_instance(f"t/{i}") for i in range(3)]
-    rows = [i.to_row() for i in instances]
+    rows = [to_row(i) for i in instances]
     datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "by_datasets.parquet"))
     assert load_instances(tmp_path / "by_datasets.parquet") == instances
     write_instances(tmp_path / "x.jsonl", instances)
@@ -144,7 +144,7 @@ def test_bad_row_raises_when_asked(jsonl_with_bad_rows):
 
 
 def test_bad_parquet_row_is_numbered(tmp_path):
-    rows = [make_instance(f"t/{i}").to_row() for i in range(3)]
+    rows = [to_row(make_instance(f"t/{i}")) for i in range(3)]
     rows[2]["header"] = "def test_func(x, y):"
     import datasets
 
@@ -155,7 +155,7 @@ def test_bad_parquet_row_is_numbered(tmp_path):
 
 @pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
 def test_missing_or_renamed_column_is_one_line_naming_it(tmp_path, suffix):
-    rows = [make_instance().to_row()]
+    rows = [to_row(make_instance())]
     rows[0]["code"] = rows[0].pop("test_func_validated")
     path = tmp_path / f"renamed.{suffix}"
     if suffix == "jsonl":
@@ -189,13 +189,17 @@ def test_many_bad_rows_end_with_one_count(tmp_path):
 def test_builtin_spec_asks_the_builder(tmp_path, monkeypatch):
     write_instances(tmp_path / "demo" / "test.jsonl", [make_instance("b/0")])
     asked = []
-    fake = types.ModuleType("aac.env.build")  # the builder is another module's job: a stand-in here
+    fake = types.ModuleType("aac.data.build")  # the builder is another module's job: a stand-in here
 
     def builtin_path(name, split):
         asked.append((name, split))
         return tmp_path / name / f"{split}.jsonl"
 
     fake.builtin_path = builtin_path
-    monkeypatch.setitem(sys.modules, "aac.env.build", fake)
-    assert [i.uid for i in load_instances("builtin:demo", split="test")] == ["b/0"]
+    monkeypatch.setitem(sys.modules, "aac.data.build", fake)
+    from aac.datasets import load_instances as load_any
+
+    assert [i.uid for i in load_any("builtin:demo", split="test")] == ["b/0"]
     assert asked == [("demo", "test")]
+    with pytest.raises(DatasetError, match="aac.datasets.load_instances"):  # the schema reader builds nothing
+        load_instances("builtin:demo", split="test")

@@ -17,7 +17,7 @@ COMPLETION = [7, 8, 9, 10, 11]
 
 
 def config(**kw) -> LearnerConfig:
-    base = dict(engine="torch", lora_r=4, lora_alpha=8, lr=1e-2)
+    base = dict(backend="torch", lora_r=4, lora_alpha=8, lr=1e-2)
     return LearnerConfig(**{**base, **kw})
 
 
@@ -119,8 +119,8 @@ def test_bad_samples_are_clear_errors(learner):
 
 
 def test_unknown_engine_is_a_clear_error(tiny_model_path):
-    with pytest.raises(ValueError, match="learner.engine='jax'"):
-        Learner(config(engine="jax"), tiny_model_path)
+    with pytest.raises(ValueError, match="learner.backend='jax'"):
+        Learner(config(backend="jax"), tiny_model_path)
 
 
 # ------------------------------------------------------------------ the learner
@@ -151,7 +151,7 @@ def test_all_zero_advantages_skip_the_step(learner):
     m = learner.update([Sample(PROMPT, COMPLETION, [], 0.0), Sample(PROMPT, [1, 2], [], 0.0)])
     assert m["skipped"] and m["steps"] == 0 and math.isnan(m["loss"])
     assert torch.equal(flat(learner), before)
-    assert not learner.engine.optimizer.state  # Adam never stepped
+    assert not learner.backend.optimizer.state  # Adam never stepped
 
 
 def test_positive_advantage_raises_logprob(learner):
@@ -224,7 +224,7 @@ def test_state_dict_roundtrip_torch(tiny_model_path):
 def test_deepspeed_matches_torch_and_raises_logprob(tiny_model_path, stage):
     runs = {}
     for engine in ("torch", "deepspeed"):
-        learner = Learner(config(engine=engine, zero_stage=stage), tiny_model_path, seed=0)
+        learner = Learner(config(backend=engine, zero_stage=stage), tiny_model_path, seed=0)
         before = sum(learner.token_logprobs(PROMPT, COMPLETION))
         metrics = [learner.update([Sample(PROMPT, COMPLETION, [], 1.0), *samples()]) for _ in range(3)]
         after = sum(learner.token_logprobs(PROMPT, COMPLETION))
@@ -237,11 +237,11 @@ def test_deepspeed_matches_torch_and_raises_logprob(tiny_model_path, stage):
 
 @pytest.mark.slow
 def test_deepspeed_zero2_state_roundtrip_and_skip(tiny_model_path):
-    cfg = config(engine="deepspeed", zero_stage=2)
+    cfg = config(backend="deepspeed", zero_stage=2)
     state_roundtrip(cfg, tiny_model_path)
     learner = Learner(cfg, tiny_model_path, seed=0)
     before = flat(learner)
     assert learner.update([Sample(PROMPT, COMPLETION, [], 0.0)])["skipped"]
     assert torch.equal(flat(learner), before)
     with pytest.raises(ValueError, match="zero_stage=3"):
-        Learner(config(engine="deepspeed", zero_stage=3), tiny_model_path)
+        Learner(config(backend="deepspeed", zero_stage=3), tiny_model_path)

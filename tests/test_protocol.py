@@ -10,8 +10,8 @@ from aac.config import EnvConfig, EvalConfig
 from aac.env.instance import Instance
 from aac.env.prompts import extract_input, parse_description, parse_reflection, strip_think
 from aac.env.protocol import Episode, Phase, ProtocolConfig, in_context_prompt
-from aac.env.sandbox import CallResult
-from aac.env.values import normalize, parse_input, safe_repr
+from aac.sandbox.pool import CallResult
+from aac.sandbox.values import normalize, parse_input, safe_repr
 
 CODE = '''def validate_input_args(arg0):
     if not isinstance(arg0, list):
@@ -298,7 +298,7 @@ def test_config_from_env_and_eval():
 
 def test_episode_with_the_real_sandbox():
     from aac.env.protocol import sandbox_caller
-    from aac.env.sandbox import SandboxPool
+    from aac.sandbox.pool import SandboxPool
 
     with SandboxPool(workers=1) as pool:
         ep = Episode(INSTANCE, ProtocolConfig(call_timeout_s=5.0), sandbox_caller(pool))

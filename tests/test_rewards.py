@@ -10,8 +10,8 @@ import pytest
 
 from aac.config import RewardConfig
 from aac.env.protocol import Phase, StepRecord
-from aac.env.sandbox import CallResult
 from aac.rewards import b_term, episode_rewards, judgment_kind, length_penalty, step_reward
+from aac.sandbox.pool import CallResult
 
 OK = CallResult(output=3, error=None, duration_s=0.01, output_repr="3", normalized=3)
 RAISED = CallResult(output=None, error="TypeError: bad argument", duration_s=0.01, output_repr="", normalized=None)

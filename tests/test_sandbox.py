@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from aac.env._sandbox_isolate import NOBODY
-from aac.env.sandbox import CallResult, SandboxPool, SandboxUnavailable, run_function
-from aac.env.values import DIGEST_KEY, outputs_match
+from aac.sandbox._isolate import NOBODY
+from aac.sandbox.pool import CallResult, SandboxPool, SandboxUnavailable, run_function
+from aac.sandbox.values import DIGEST_KEY, outputs_match
 
 ADD = "def test_func(a, b):\n    return (a, b * 2)\n"
 
@@ -82,7 +82,7 @@ def test_outputs_keep_literal_types_and_objects_only_show_their_repr(pool):
 
 
 def test_plain_values_cross_the_pipe_as_tagged_json():
-    from aac.env._sandbox_protocol import decode_plain, encode_plain
+    from aac.sandbox._protocol import decode_plain, encode_plain
 
     for value in ({"s": {1, 2}, "b": b"x", "c": 1j, "t": (1,), "f": frozenset([3]), (1, 2): [None, True, 1.5]},
                   [], (), set(), "x", None, float("inf")):
@@ -262,7 +262,7 @@ def test_every_isolation_mode_runs_calls_and_blocks_processes(mode, open_dir):
 UNPRIVILEGED_PROBE = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from aac.env.sandbox import SandboxPool
+from aac.sandbox.pool import SandboxPool
 checks = {
     "basic": "def test_func():\\n    return 6 * 7\\n",
     "fork": "import os\\ndef test_func():\\n    os.fork()\\n",

@@ -8,8 +8,9 @@ import skyrl_gym
 import aac.env.skyrl_env  # noqa: F401  (registers "aac-pau")
 from aac.env.instance import Instance
 from aac.env.protocol import Phase
-from aac.env.sandbox import CallResult
+from aac.env.rows import to_row
 from aac.env.skyrl_env import ENV_ID
+from aac.sandbox.pool import CallResult
 
 INSTANCE = Instance(
     uid="s/1", source="unit", code="def test_func(arg0):\n    return abs(arg0)\n", description="Absolute value.",
@@ -49,7 +50,7 @@ def test_episode_through_skyrl_gym_make():
 
 
 def test_step_limit_penalty_and_row_extras():
-    row = INSTANCE.to_row()  # a SkyRL dataset row carries the PAU columns at the top level of extras
+    row = to_row(INSTANCE)  # a SkyRL dataset row carries the PAU columns at the top level of extras
     env = skyrl_gym.make(ENV_ID, env_config={"max_steps": 2, "timeout_penalty": -1.0}, extras=row,
                          caller=fixed_caller)
     env.init()
@@ -62,11 +63,11 @@ def test_bad_config_and_bad_row_are_clear():
     with pytest.raises(ValueError, match="unknown env_config keys: max_turns"):
         make(max_turns=3)
     with pytest.raises(ValueError, match="row 0: missing value in column 'header'"):
-        skyrl_gym.make(ENV_ID, extras={"instance": {**INSTANCE.to_row(), "header": None}}, caller=fixed_caller)
+        skyrl_gym.make(ENV_ID, extras={"instance": {**to_row(INSTANCE), "header": None}}, caller=fixed_caller)
 
 
 def test_default_caller_runs_the_real_sandbox():
-    env = skyrl_gym.make(ENV_ID, extras={"instance": INSTANCE})  # no caller: aac.env.sandbox.run_function
+    env = skyrl_gym.make(ENV_ID, extras={"instance": INSTANCE})  # no caller: aac.sandbox.pool.run_function
     env.init()
     env.step("plan")
     out = env.step("Input: (-9,)")

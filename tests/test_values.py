@@ -8,7 +8,7 @@ from collections import OrderedDict, namedtuple
 
 import pytest
 
-from aac.env.values import (
+from aac.sandbox.values import (
     InputParseError,
     digest,
     normalize,

@@ -19,28 +19,16 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from aac.critic.judgment import Judgment
 from aac.critic.parsing import ParsedRating, parse_rating
 from aac.critic.prompts import MODES, critic_messages
-from aac.rollout.engine import Engine, GenRequest, GenResult, Sampling
-
-if TYPE_CHECKING:
-    from aac.env.instance import Instance
-    from aac.env.protocol import Observation
+from aac.engines.base import Engine, GenRequest, GenResult, Sampling
 
 log = logging.getLogger(__name__)
 
 CACHE_ENTRIES = 200_000  # LRU bound: ~100 B per entry, far above one epoch's distinct judgments
-
-
-@dataclass
-class Judgment:
-    kind: str  # "informativeness" (a reasoning turn's plan) | "hypothesis" (a reflect turn's summary)
-    instance: Instance
-    hypothesis: str  # the hypothesis the graded turn worked from (reflect: the revised one)
-    observations: list[Observation]  # the calls seen so far
-    text: str  # what is graded: the plan, or the hypothesis (empty: `hypothesis` is graded)
 
 
 @dataclass
@@ -168,8 +156,8 @@ def make_critic(cfg: Any, actor_engine: Optional[Engine], model_cfg: Any, rollou
     Default (`critic.backend` unset and `critic.model` unset or the actor's model): the actor's engine
     with the adapter off. Otherwise a separate engine: `openai` talks to `critic.openai`; `vllm` /
     `hf` load `critic.model` (default: the actor's base model) without LoRA."""
+    from aac.engines import make_engine
     from aac.models import REGISTRY, chat_template_kwargs, resolve_model
-    from aac.rollout.engine import make_engine
 
     model = cfg.model or model_cfg.name
     if actor_engine is not None and cfg.backend is None and model == model_cfg.name:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aac.critic.critic import Judgment
+    from aac.critic.judgment import Judgment
 
 KINDS = ("informativeness", "hypothesis")
 MODES = ("privileged", "symmetric")
@@ -160,7 +160,7 @@ _ANSWERS = {
 
 
 def _examples(kind: str, mode: str) -> list[tuple[Judgment, str]]:
-    from aac.critic.critic import Judgment
+    from aac.critic.judgment import Judgment
 
     return [(Judgment(kind, _ToyInstance(), "It doubles the number.", list(_TOY_CALLS), text), answer)  # type: ignore[arg-type]
             for text, answer in _ANSWERS[(kind, mode)]]

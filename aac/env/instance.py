@@ -6,7 +6,7 @@ episode deep in training. Rows are numbered from 0 in file order (jsonl: row N i
 Quirks of the published rows this reader absorbs: the list columns are JSON text; outputs went
 through JSON (tuples are lists, dict keys strings) and some are `repr` strings; the error of a
 context example is the string "None". Outputs are kept as stored: comparisons go through
-`aac.env.values.normalize`, which treats both sides alike.
+`aac.sandbox.values.normalize`, which treats both sides alike.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aac.env.values import InputParseError, parse_input
+from aac.sandbox.values import InputParseError, parse_input
 
 PAU_COLUMNS = ("test_func_validated", "description", "train_examples", "test_examples",
                "all_examples", "direct_prompt", "interactive_starting_prompt", "header")
@@ -52,32 +52,6 @@ class Instance:
     direct_prompt: str = ""
     interactive_starting_prompt: str = ""
 
-    def to_row(self) -> dict[str, str]:
-        """The PAU row (JSON-encoded list columns) plus task_id and source.
-
-        Empty prompt columns are filled with our own prompts, so a written set is complete.
-        Values JSON cannot hold are written as their repr (as the published rows did).
-        """
-        from aac.env.prompts import in_context_prompt
-
-        def dump(rows: list) -> str:
-            return json.dumps([list(r) for r in rows], default=repr, ensure_ascii=False)
-
-        direct = self.direct_prompt or in_context_prompt(self)[-1]["content"]
-        starting = self.interactive_starting_prompt or _starting_prompt(self)
-        return {
-            "test_func_validated": self.code,
-            "description": self.description,
-            "train_examples": dump(self.train_examples),
-            "test_examples": dump(self.test_examples),
-            "all_examples": dump([(i, o, "None" if e is None else e) for i, o, e in self.all_examples]),
-            "direct_prompt": direct,
-            "interactive_starting_prompt": starting,
-            "header": self.header,
-            "task_id": self.uid,
-            "source": self.source,
-        }
-
     @classmethod
     def from_row(cls, row: dict, index: int) -> Instance:
         """Validate one row; raises DatasetError("row N: …") naming what is wrong."""
@@ -89,16 +63,6 @@ class Instance:
 
 class _RowError(ValueError):
     pass
-
-
-def _starting_prompt(instance: Instance) -> str:
-    from aac.env.protocol import Episode
-
-    return Episode(instance, caller=_no_call).prompt()[-1]["content"]
-
-
-def _no_call(source: str, input_str: str, timeout_s: float):
-    raise RuntimeError("rendering a prompt makes no call")
 
 
 def code_uid(code: str) -> str:
@@ -266,10 +230,8 @@ def _open(spec: Any, split: str) -> _Rows:
     if isinstance(spec, (datasets.Dataset, datasets.DatasetDict)):
         return _dataset_rows(spec, "dataset", split)
     text = os.fspath(spec)
-    if text.startswith("builtin:"):
-        from aac.env.build import builtin_path
-
-        return _open(builtin_path(text.removeprefix("builtin:"), split), split)
+    if text.startswith("builtin:"):  # built on demand by the data builder, which this module does not know
+        raise DatasetError(f"{text}: load builtin datasets with aac.datasets.load_instances (it builds them)")
     path = Path(text).expanduser()
     if path.is_dir():
         return _folder_rows(path, split)
@@ -320,30 +282,3 @@ def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit
     if not instances:
         raise DatasetError(f"{source.name}: no valid rows" + (f" ({len(bad)} bad; first: {bad[0]})" if bad else ""))
     return instances
-
-
-# ---------------------------------------------------------------- writing
-
-
-def write_instances(path: str | os.PathLike, instances: Iterable[Instance]) -> Path:
-    """Write instances in the PAU schema (+ task_id, source) as .jsonl or .parquet; returns the path."""
-    path = Path(path)
-    rows = [inst.to_row() for inst in instances]
-    suffix = path.suffix.lower()
-    if suffix not in (".jsonl", ".parquet"):
-        raise DatasetError(f"{path}: unsupported file type {suffix!r} (use .jsonl or .parquet)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    if suffix == ".jsonl":
-        with tmp.open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        names = [*PAU_COLUMNS, *EXTRA_COLUMNS]
-        table = pa.table({c: pa.array([r[c] for r in rows], type=pa.string()) for c in names})
-        pq.write_table(table, tmp)
-    tmp.replace(path)  # readers never see a half-written file
-    return path

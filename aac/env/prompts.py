@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aac.env.values import InputParseError, parse_input, safe_repr
+from aac.sandbox.values import InputParseError, parse_input, safe_repr
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
-    from aac.env.protocol import Observation
+    from aac.env.observation import Observation
 
 INITIAL_HYPOTHESIS = "not yet formed"
 

@@ -23,12 +23,13 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from aac.env import prompts
+from aac.env.observation import Observation
 from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
-from aac.env.values import InputParseError, parse_input
+from aac.sandbox.values import InputParseError, parse_input
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
-    from aac.env.sandbox import CallResult
+    from aac.sandbox.pool import CallResult
 
 Caller = Callable[[str, str, float], "CallResult"]
 __all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
@@ -84,13 +85,6 @@ class ProtocolConfig:
                    max_observation_chars=base.max_observation_chars, max_window_chars=base.max_window_chars,
                    max_input_chars=base.max_input_chars,
                    max_input_depth=base.max_input_depth)
-
-
-@dataclass
-class Observation:
-    input: str
-    output_repr: str
-    error: str | None
 
 
 @dataclass
@@ -252,7 +246,7 @@ class Episode:
 
 def sandbox_caller(pool: Any | None, *, spread_list: bool = True) -> Caller:
     """A caller backed by a `SandboxPool`; with None, `run_function` (the process's shared default pool)."""
-    from aac.env.sandbox import run_function
+    from aac.sandbox.pool import run_function
 
     def call(source: str, input_str: str, timeout_s: float) -> CallResult:
         if pool is None:

@@ -8,7 +8,7 @@
 `extras` holds the instance: `extras["instance"]` (an `Instance` or a PAU row), or the PAU columns
 at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields plus
 the placeholder reward's `p_parse` and `timeout_penalty`. Calls go through
-`aac.env.sandbox.run_function` (one shared sandbox pool per process) unless `make(..., caller=f)`.
+`aac.sandbox.pool.run_function` (one shared sandbox pool per process) unless `make(..., caller=f)`.
 
 Our prompts are self-contained per turn, while SkyRL appends each observation to the conversation:
 the context grows with the episode, so keep `max_steps` and the window small there.

@@ -1,7 +1,7 @@
 """Code match (SPEC §9): a coder model writes `test_func` from a description, the header and the
 examples the agent observed; the code runs in the sandbox on the held-out `test_examples`; the
 score is the fraction whose output equals the stored one after the one normalisation of
-`aac.env.values` (applied to both sides, so tuple-returning functions can match JSON lists).
+`aac.sandbox.values` (applied to both sides, so tuple-returning functions can match JSON lists).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: Any, *
 def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, Any]]], pool: Any, *,
                 timeout_s: float, spread_list: bool = True) -> list[CodeMatch]:
     """`score_code` for many (code, test_examples) pairs with one batch of sandbox calls."""
-    from aac.env.values import outputs_match
+    from aac.sandbox.values import outputs_match
 
     calls = [(code, inp) for code, examples in zip(codes, tests) if code for inp, _ in examples]
     results = iter(pool.call_many(calls, timeout_s=timeout_s, spread_list=spread_list) if calls else [])

@@ -74,7 +74,7 @@ class Engines:
         self._made: dict[tuple[str, str], Any] = {}
 
     def get(self, kind: str, model: str, *, lora_rank: int | None = None) -> Any:
-        from aac.rollout.engine import engine_from_config
+        from aac.engines import engine_from_config
 
         key = (kind, model)
         if key not in self._made:
@@ -171,8 +171,8 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: Engines, pool: Any)
 
 def evaluate(cfg: Any) -> dict:
     """Run the harness described by a composed `eval_config`; returns the report (also in out_dir)."""
-    from aac.env.instance import load_instances
-    from aac.env.sandbox import SandboxPool
+    from aac.datasets import load_instances
+    from aac.sandbox.pool import SandboxPool
 
     validate(cfg)
     e = cfg.eval

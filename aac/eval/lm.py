@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aac.rollout.engine import GenRequest, Sampling
+from aac.engines.base import GenRequest, Sampling
 
 
 class EngineFailure(RuntimeError):

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aac.engines.base import GenRequest, Sampling
 from aac.env.instance import Instance
 from aac.env.prompts import INITIAL_HYPOTHESIS, example_repr
 from aac.env.protocol import Episode, ProtocolConfig, StepRecord, in_context_prompt, parse_description
-from aac.rollout.engine import GenRequest, Sampling
 
 OnDone = Callable[[list[dict]], None]
 

@@ -19,8 +19,8 @@ import torch
 from peft import get_peft_model_state_dict, set_peft_model_state_dict
 from transformers import PreTrainedModel
 
+from aac.learner.backends import make_backend
 from aac.learner.batching import Sample, collate, plan_micro_batches
-from aac.learner.engines import make_engine
 from aac.learner.grpo import grpo_loss
 from aac.learner.policy import add_lora, load_base_model, token_logps
 
@@ -53,7 +53,7 @@ class Learner:
         base = base_model if base_model is not None else load_base_model(model_path, cfg.dtype)
         self.pad_id = base.config.pad_token_id if base.config.pad_token_id is not None else 0
         self.policy = add_lora(base, cfg, seed)
-        self.engine = make_engine(self.policy, cfg, self.device)
+        self.backend = make_backend(self.policy, cfg, self.device)
         self.steps = 0  # optimizer steps taken
 
     def trainable_parameters(self) -> dict[str, torch.nn.Parameter]:
@@ -69,20 +69,20 @@ class Learner:
         loss_tokens = sum(len(s.completion_ids) for s in samples)
         totals = dict.fromkeys(LOSS_METRICS, 0.0)
         tokens = micro_batches = 0
-        self.engine.zero_grad()
+        self.backend.zero_grad()
         self.policy.train()
         for indices in plan_micro_batches([len(s) for s in samples], cfg.micro_batch_tokens):
             batch = collate([samples[i] for i in indices], self.pad_id).to(self.device)
             ref = None
             if cfg.kl_coef != 0.0:
                 with torch.no_grad(), self.policy.disable_adapter():
-                    ref = token_logps(self.engine, batch)
-            logp = token_logps(self.engine, batch)
+                    ref = token_logps(self.backend, batch)
+            logp = token_logps(self.backend, batch)
             # no engine log-probs: on-policy, ratio 1 (the surrogate's gradient is adv * grad logp)
             old = torch.where(torch.isnan(batch.old_logp), logp.detach(), batch.old_logp)
             loss, metrics = grpo_loss(logp, old, ref, batch.adv, batch.loss_mask, cfg.clip_eps, cfg.kl_coef,
                                       num_tokens=loss_tokens)
-            self.engine.backward(loss)
+            self.backend.backward(loss)
             totals["loss"] += loss.item()
             for key, value in metrics.items():
                 totals[key] += value.item()
@@ -101,7 +101,7 @@ class Learner:
                     "tokens_per_s": 0.0, "grad_norm": math.nan, "skipped": True, "steps": self.steps}
         start = time.perf_counter()
         metrics = self.compute_gradients(samples)
-        grad_norm = self.engine.step()
+        grad_norm = self.backend.step()
         self.steps += 1
         elapsed = time.perf_counter() - start
         return {**metrics, "tokens_per_s": metrics["tokens"] / elapsed, "grad_norm": grad_norm,
@@ -114,7 +114,7 @@ class Learner:
         sample.check()
         batch = collate([sample], self.pad_id).to(self.device)
         self.policy.eval()
-        logp = token_logps(self.engine, batch)
+        logp = token_logps(self.backend, batch)
         start = len(prompt_ids) - 1
         return logp[0, start:start + len(completion_ids)].tolist()
 
@@ -126,12 +126,12 @@ class Learner:
     def state_dict(self) -> dict[str, Any]:
         """A snapshot (copies, not views of live tensors): adapter, optimizer, scheduler, steps."""
         adapter = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.policy).items()}
-        return {"adapter": adapter, **_snapshot(self.engine.state_dict()), "steps": self.steps}
+        return {"adapter": adapter, **_snapshot(self.backend.state_dict()), "steps": self.steps}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         result = set_peft_model_state_dict(self.policy, state["adapter"])
         unexpected = getattr(result, "unexpected_keys", [])
         if unexpected:
             raise ValueError(f"Learner.load_state_dict: adapter keys not in this model, e.g. {unexpected[0]}")
-        self.engine.load_state_dict(state)
+        self.backend.load_state_dict(state)
         self.steps = state["steps"]

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from aac.engines.base import Engine, GenRequest, Sampling
 from aac.env.protocol import Episode, Phase, ProtocolConfig, StepRecord
 from aac.rewards.schedule import episode_rewards, judgment_kind
-from aac.rollout.engine import Engine, GenRequest, Sampling
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class RolloutWorker:
 
     def __init__(self, cfg: Any, engine: Engine):
         from aac.critic import PrivilegedCritic
-        from aac.env.sandbox import SandboxPool
+        from aac.sandbox.pool import SandboxPool
 
         self.cfg = cfg
         self.engine = engine

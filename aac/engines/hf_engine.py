@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
-from aac.rollout.engine import (
+from aac.engines.base import (
     Engine,
     EngineError,
     GenRequest,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aac.env.anonymize import parse_quietly
+from aac.data.anonymize import parse_quietly
 
 SOURCES = ("humaneval", "mbpp", "cruxeval", "jsonl")
 MAX_DESCRIPTION_WORDS = 75  # the PAU gold descriptions are short (≤ ~100 tokens)
@@ -142,7 +142,7 @@ def _cruxeval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
 
 def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
     """Rows `{"code", "entry_point", "inputs"?: [PAU input strings], "description"?, "task_id"?}`."""
-    from aac.env.values import InputParseError, parse_input
+    from aac.sandbox.values import InputParseError, parse_input
 
     assert path is not None
     for n, row in enumerate(_records(path)):

@@ -13,7 +13,7 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aac.env.anonymize import parse_quietly
+from aac.data.anonymize import parse_quietly
 
 MAX_INPUT_CHARS = 300  # longer inputs make poor examples for a prompt of a small model
 _MAX_INT = 10**6  # mutations stay in a range a test function answers quickly

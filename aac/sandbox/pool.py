@@ -3,13 +3,13 @@
 The source and the inputs are untrusted. Each source gets warm worker processes (kept per source,
 least recently used evicted) that talk JSON over pipes: no pickle, so a hostile worker can only
 send data, which is bounded and validated. Workers run with the strongest isolation the machine
-allows (`_sandbox_isolate.py`: namespaces as root, user namespaces, Landlock, or rlimits only),
+allows (`_isolate.py`: namespaces as root, user namespaces, Landlock, or rlimits only),
 cannot create processes or threads, and are killed (SIGKILL via pidfd, then their process group)
 and replaced on a timeout, a crash, a bad reply, or a state they cannot restore.
 
 Calls run in the warm worker itself, not in a fork per call (a fork costs ~30x a warm call): the
 source is re-executed in fresh globals per call, like the release's fresh process, and the worker
-restores what a hostile call may change (see `_sandbox_worker.py`).
+restores what a hostile call may change (see `_worker.py`).
 
 Errors are results, one line each: the function's own exception (`"ValueError: ..."`),
 `"InputParseError: ..."`, `"TimeoutError: call exceeded 10.0 s"`, `"SandboxError: the worker died
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aac.env import _sandbox_protocol as proto
-from aac.env._sandbox_isolate import MODES, NOBODY
+from aac.sandbox import _protocol as proto
+from aac.sandbox._isolate import MODES, NOBODY
 
 log = logging.getLogger(__name__)
 
-_WORKER_SCRIPT = str(Path(__file__).with_name("_sandbox_worker.py"))
+_WORKER_SCRIPT = str(Path(__file__).with_name("_worker.py"))
 _MAX_ERROR_CHARS = 1000
 
 

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
-from aac.rollout.engine import Engine, GenRequest, GenResult
+from aac.engines.base import Engine, GenRequest, GenResult
 
 _RETRY_STATUS = {408, 409, 429}
 

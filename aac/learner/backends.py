@@ -1,4 +1,4 @@
-"""Optimizer engines behind one small interface: plain torch (AdamW) or DeepSpeed (ZeRO 0-2).
+"""Optimizer backends behind one small interface: plain torch (AdamW) or DeepSpeed (ZeRO 0-2).
 
 Both use torch's AdamW with a constant learning rate (SPEC §8). DeepSpeed receives that
 optimizer instead of building its own, so no DeepSpeed C++ op is compiled at start-up. Gradient
@@ -26,7 +26,7 @@ def _adamw(params: list[nn.Parameter], cfg: Any) -> tuple[torch.optim.Optimizer,
     return optimizer, scheduler
 
 
-class TorchEngine:
+class TorchBackend:
     """AdamW + gradient-norm clipping on the trainable parameters."""
 
     def __init__(self, model: nn.Module, cfg: Any, device: torch.device):
@@ -103,7 +103,7 @@ def import_deepspeed() -> Any:
     return deepspeed
 
 
-class DeepSpeedEngine:
+class DeepSpeedBackend:
     """DeepSpeed engine (gloo on CPU, nccl on GPU), one learner process."""
 
     def __init__(self, model: nn.Module, cfg: Any, device: torch.device):
@@ -130,27 +130,27 @@ class DeepSpeedEngine:
         }
         # parameter dtypes stay as loaded (frozen base in learner.dtype, LoRA in float32): no
         # DeepSpeed bf16/fp16 mode, whose master-weight copy a float32 adapter does not need
-        self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
+        self.ds, self.optimizer, _, self.scheduler = deepspeed.initialize(
             model=model, optimizer=optimizer, lr_scheduler=scheduler, model_parameters=params, config=config)
-        self.module = self.engine.module
+        self.module = self.ds.module
 
     def __call__(self, **kwargs: Any) -> Any:
-        return self.engine(**kwargs)
+        return self.ds(**kwargs)
 
     def backward(self, loss: torch.Tensor) -> None:
-        self.engine.backward(loss, scale_wrt_gas=False)
+        self.ds.backward(loss, scale_wrt_gas=False)
 
     def step(self) -> float:
         # ZeRO reports the norm it clipped with; stage 0 clips without keeping it
-        grads = None if self.engine.zero_optimization() else [p.grad for p in self.params if p.grad is not None]
+        grads = None if self.ds.zero_optimization() else [p.grad for p in self.params if p.grad is not None]
         norm = torch.nn.utils.get_total_norm(grads) if grads else None
-        self.engine.step()  # clips, steps the optimizer and the scheduler, zeroes the gradients
+        self.ds.step()  # clips, steps the optimizer and the scheduler, zeroes the gradients
         if norm is None:
-            norm = self.engine.get_global_grad_norm()
+            norm = self.ds.get_global_grad_norm()
         return float(norm) if norm is not None else float("nan")
 
     def zero_grad(self) -> None:
-        self.engine.zero_grad()
+        self.ds.zero_grad()
 
     def state_dict(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
@@ -158,16 +158,16 @@ class DeepSpeedEngine:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         # ZeRO keeps float32 partitions of the weights: load the adapter into the module first, this
         # restores those partitions from it (load_from_fp32_weights=False)
-        if self.engine.zero_optimization():
+        if self.ds.zero_optimization():
             self.optimizer.load_state_dict([state["optimizer"]], load_from_fp32_weights=False)
         else:
             self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
 
 
-def make_engine(model: nn.Module, cfg: Any, device: torch.device) -> TorchEngine | DeepSpeedEngine:
-    if cfg.engine == "torch":
-        return TorchEngine(model, cfg, device)
-    if cfg.engine == "deepspeed":
-        return DeepSpeedEngine(model, cfg, device)
-    raise ValueError(f"learner.engine={cfg.engine!r} is not one of: deepspeed, torch")
+def make_backend(model: nn.Module, cfg: Any, device: torch.device) -> TorchBackend | DeepSpeedBackend:
+    if cfg.backend == "torch":
+        return TorchBackend(model, cfg, device)
+    if cfg.backend == "deepspeed":
+        return DeepSpeedBackend(model, cfg, device)
+    raise ValueError(f"learner.backend={cfg.backend!r} is not one of: deepspeed, torch")

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from aac.rollout.engine import Engine, EngineError, GenRequest, GenResult, Sampling, render_chat, too_long
+from aac.engines.base import Engine, EngineError, GenRequest, GenResult, Sampling, render_chat, too_long
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
-"""Sandbox worker process: run as a script by `aac.env.sandbox` (standard library only).
+"""Sandbox worker process: run as a script by `aac.sandbox.pool` (standard library only).
 
 Process tree per worker: the parent starts this script, the *supervisor*; it enters the isolation
-namespaces and forks the *worker*, which isolates itself further (`_sandbox_isolate.setup_worker`)
+namespaces and forks the *worker*, which isolates itself further (`_isolate.setup_worker`)
 and then serves calls to one function source over two pipes until end of file. The supervisor
 only waits: it exits with the worker's status (128 + signal, or the exit code) and kills the
 worker as soon as the parent goes away (its lifeline pipe closes).
@@ -39,8 +39,8 @@ def _load(name: str):
 
 
 values = _load("values")
-proto = _load("_sandbox_protocol")
-isolate = _load("_sandbox_isolate")
+proto = _load("_protocol")
+isolate = _load("_isolate")
 
 FUNCTION = "test_func"
 MAX_ERROR_CHARS = 1000

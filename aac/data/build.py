@@ -1,10 +1,10 @@
 """The data builder: source functions -> PAU rows, without an LLM.
 
-    python -m aac.env.build --source humaneval --out he.jsonl [--limit N] [--seed S]
-    python -m aac.env.build --source mbpp:PATH/sanitized-mbpp.json --out mbpp.jsonl
-    python -m aac.env.build --source cruxeval:PATH/cruxeval.jsonl --out crux.jsonl
-    python -m aac.env.build --source jsonl:PATH --out mine.jsonl  # {code, entry_point, inputs?, description?}
-    python -m aac.env.build --verify FILE.jsonl                    # re-run every stored example
+    python -m aac.data.build --source humaneval --out he.jsonl [--limit N] [--seed S]
+    python -m aac.data.build --source mbpp:PATH/sanitized-mbpp.json --out mbpp.jsonl
+    python -m aac.data.build --source cruxeval:PATH/cruxeval.jsonl --out crux.jsonl
+    python -m aac.data.build --source jsonl:PATH --out mine.jsonl  # {code, entry_point, inputs?, description?}
+    python -m aac.data.build --verify FILE.jsonl                    # re-run every stored example
 
 Per source row: drop code importing os/sys/subprocess/shutil/socket/requests (or using eval/exec/
 open/...); strip docstrings, annotations and the entry's defaults; rename the entry to `test_func`,
@@ -44,8 +44,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from aac.env._build_coverage import Arc, CoverageReport, CoverageRunner
-from aac.env._build_inputs import (
+from aac.data.anonymize import RejectedCode, anonymize, with_validator
+from aac.data.coverage import Arc, CoverageReport, CoverageRunner
+from aac.data.inputs import (
     Mutator,
     annotation_seeds,
     code_constants,
@@ -53,12 +54,12 @@ from aac.env._build_inputs import (
     render,
     validator_source,
 )
-from aac.env._build_sources import RawTask, SourceError, bind, clean_description, read_tasks
-from aac.env.anonymize import RejectedCode, anonymize, with_validator
-from aac.env.instance import Instance, load_instances, write_instances
-from aac.env.sandbox import SandboxPool
-from aac.env.values import canonical_json, outputs_match
+from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
+from aac.env.instance import Instance, load_instances
+from aac.env.rows import write_instances
 from aac.models import aac_home
+from aac.sandbox.pool import SandboxPool
+from aac.sandbox.values import canonical_json, outputs_match
 
 log = logging.getLogger(__name__)
 BUILD_VERSION = 2  # bump when the builder's output changes: cached builtin sets are rebuilt
@@ -471,7 +472,7 @@ def _build_builtin(name: str, folder: Path) -> None:
 # ---------------------------------------------------------------- CLI
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aac.env.build", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m aac.data.build", description=__doc__.split("\n\n")[0])
     p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH")
     p.add_argument("--out", help="output .jsonl or .parquet (PAU schema + task_id, source)")
     p.add_argument("--limit", type=int, help="read only the first N source rows")

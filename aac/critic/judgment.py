@@ -1,0 +1,19 @@
+"""What the critic is asked to grade: one turn, with what the actor had seen when it wrote it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aac.env.instance import Instance
+    from aac.env.observation import Observation
+
+
+@dataclass
+class Judgment:
+    kind: str  # "informativeness" (a reasoning turn's plan) | "hypothesis" (a reflect turn's summary)
+    instance: Instance
+    hypothesis: str  # the hypothesis the graded turn worked from (reflect: the revised one)
+    observations: list[Observation]  # the calls seen so far
+    text: str  # what is graded: the plan, or the hypothesis (empty: `hypothesis` is graded)

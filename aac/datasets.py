@@ -1,0 +1,23 @@
+"""Loading a run's instances from any spec, `builtin:NAME` included (built once by the data builder).
+
+It sits above `aac.env` (the schema and its readers) and `aac.data` (the builder), which know
+nothing of each other."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aac.env.instance import Instance
+from aac.env.instance import load_instances as _load
+
+
+def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit: int | None = None,
+                   on_bad_row: str = "warn") -> list[Instance]:
+    """`aac.env.instance.load_instances`, with `builtin:NAME` resolved to its built split (built first
+    if missing)."""
+    if isinstance(spec, str) and spec.startswith("builtin:"):
+        from aac.data.build import builtin_path
+
+        spec = builtin_path(spec.removeprefix("builtin:"), split)
+    return _load(spec, split=split, limit=limit, on_bad_row=on_bad_row)

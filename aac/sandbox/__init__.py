@@ -1,0 +1,10 @@
+"""Running untrusted code: isolation, warm workers, input parsing and the one output normalisation.
+
+Knows nothing of models or rewards. `_worker.py`, `_protocol.py`, `_isolate.py` and `values.py` are
+stdlib-only: the untrusted worker loads them by path, without the `aac` package."""
+
+from aac.sandbox.pool import CallResult, SandboxPool, run_function
+from aac.sandbox.values import InputParseError, normalize, outputs_match, parse_input
+
+__all__ = ["CallResult", "InputParseError", "SandboxPool", "normalize", "outputs_match", "parse_input",
+           "run_function"]
