@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
@@ -17,3 +17,6 @@ class Judgment:
     hypothesis: str  # the hypothesis the graded turn worked from (reflect: the revised one)
     observations: list[Observation]  # the calls seen so far
     text: str  # what is graded: the plan, or the hypothesis (empty: `hypothesis` is graded)
+    # informativeness: the input the plan's input turn actually called (None: that turn made no call,
+    # or the episode ended first); lets a scorer judge the realised query, not only the plan
+    query: Optional[str] = None
