@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from aac.config import ConfigError, register_configs, resource_dir, validate
 
@@ -95,3 +97,13 @@ def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> N
     sys.argv = [sys.argv[0]] + argv
     main = hydra.main(config_path=str(resource_dir("conf")), config_name=config_name, version_base=None)(task)
     main()
+
+
+def output_dir(cfg: Any) -> Path:
+    """Where a command writes: Hydra's run dir (`hydra.run.dir`, which defaults to `out_dir`) inside a
+    Hydra entry, else `out_dir` (a config composed in a notebook or a test)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    return Path(cfg.out_dir)

@@ -74,6 +74,7 @@ class CriticConfig:
     cache: bool = True
     fallback_score: float = 0.0  # score of a judgment that got no reply (counted in critic health)
     examples: bool = True  # two worked examples in the prompt: small models need them to write a rating
+    num_gpus: float = 0.0  # GPUs for the critic's own engine actor (only when it is not the actor's engine)
 
 
 @dataclass
@@ -102,6 +103,10 @@ class RolloutConfig:
     top_p: float = 1.0
     max_tokens_per_turn: int = 1024
     num_workers: int = 1  # rollout workers (each holds a sandbox pool and a critic)
+    # episodes in flight per worker (continuous batching: a finished one's slot is refilled at once);
+    # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
+    max_live_episodes: Optional[int] = None
+    num_gpus: float = 0.0  # GPUs Ray gives the engine actor (qwen3_8b: 1, the learner takes the other)
     placement: str = "ray"  # ray: engine, learner, workers in Ray actors | local: one process
     # vLLM engine knobs
     gpu_memory_utilization: float = 0.45  # leaves room on a GPU shared with nothing else
@@ -118,6 +123,7 @@ class RolloutConfig:
 @dataclass
 class LearnerConfig:
     backend: str = "deepspeed"  # deepspeed | torch
+    num_gpus: float = 0.0  # GPUs Ray gives the learner actor; it trains on the one it is given
     zero_stage: int = 0
     lora_r: int = 16
     lora_alpha: int = 16

@@ -48,10 +48,11 @@ def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
     m["episode/premature_stop_pct"] = 100 * (sum(premature) / len(eps)) if eps else float("nan")
     for k, v in batch.timings.items():
         m[f"time/{k}_s"] = v
-    for k, v in batch.critic_health.items():
-        if isinstance(v, (int, float)):
-            m[f"critic/{k}"] = float(v)
+    for k, v in batch.critic_counts.items():  # this step's counts and rates, merged over workers
+        m[f"critic/{k}"] = float(v)
     m["rollout/generated_tokens"] = float(batch.generated_tokens)
+    m["rollout/engine_calls"] = float(batch.engine_calls)
+    m["rollout/idle_slots_per_call"] = batch.idle_slots / batch.engine_calls if batch.engine_calls else 0.0
     return m
 
 

@@ -17,13 +17,14 @@ from aac.engines.remote import QUIET_ENV, quiet_env
 class Placed:
     """A handle on an object built here or in a Ray actor; attribute calls are synchronous."""
 
-    def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, **kwargs: Any):
+    def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0, **kwargs: Any):
         self.name = name
         self._ray = use_ray
         if use_ray:
             import ray
 
-            actor_cls = ray.remote(num_cpus=0, max_restarts=0)(cls)
+            # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES
+            actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus, max_restarts=0)(cls)
             self._obj = actor_cls.options(name=None).remote(*args, **kwargs)
         else:
             self._obj = cls(*args, **kwargs)
@@ -62,8 +63,9 @@ class Placed:
         return call
 
 
-def start_ray(num_cpus: int | None = None) -> None:
-    """Start (or join) a local Ray with a private temp dir and quiet logs."""
+def start_ray(num_cpus: int | None = None, num_gpus: int | None = None) -> None:
+    """Start (or join) a local Ray with a private temp dir and quiet logs (`num_gpus`: Ray's count,
+    default what it detects; tests declare fake GPUs with it)."""
     import ray
 
     if ray.is_initialized():
@@ -73,6 +75,7 @@ def start_ray(num_cpus: int | None = None) -> None:
     os.environ["RAY_TMPDIR"] = tmp
     ray.init(
         num_cpus=num_cpus or os.cpu_count(),
+        num_gpus=num_gpus,
         include_dashboard=False,
         log_to_driver=True,
         logging_level="WARNING",

@@ -20,7 +20,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from aac import checkpoint
-from aac.cli import run_hydra
+from aac.cli import output_dir, run_hydra
 from aac.config import validate
 from aac.metrics import MetricsLog, plot, read, rollout_metrics
 
@@ -70,11 +70,11 @@ class Trainer:
     """Builds the engine, learner and rollout workers, and runs AAC steps."""
 
     def __init__(self, cfg: DictConfig, out_dir: Path):
+        from aac.assembly import EngineSet, critic_engine, place, training_protocol
         from aac.datasets import load_instances
-        from aac.engines.remote import EngineHost, RemoteEngine
         from aac.learner import Learner
         from aac.models import resolve_model
-        from aac.placement import Placed, start_ray
+        from aac.placement import start_ray
         from aac.rollout.workers import RolloutWorker
 
         self.cfg, self.out_dir = cfg, out_dir
@@ -91,18 +91,26 @@ class Trainer:
         use_ray = cfg.rollout.placement == "ray"
         if use_ray:
             start_ray()
-        model_path = resolve_model(cfg.model.name)
         r = cfg.rollout
         t0 = time.perf_counter()
-        self.engine = Placed(EngineHost, cfg.model, r, cfg.seed, use_ray=use_ray, name="engine")
-        self.learner = Placed(Learner, cfg.learner, model_path, cfg.seed, use_ray=use_ray, name="learner")
-        engine_for_workers = RemoteEngine(self.engine.actor) if use_ray else self.engine.actor
+        self.engines = EngineSet(cfg.model, r, cfg.seed, use_ray=use_ray)
+        self.engine = self.engines.actor(lora_rank=cfg.learner.lora_r)
+        critic = critic_engine(self.engines, cfg.critic)
+        if critic is not self.engine:
+            log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
+                     cfg.critic.model or cfg.model.name)
+        self.learner = place(Learner, cfg.learner, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
+                             name="learner", num_gpus=cfg.learner.num_gpus)
+        protocol = training_protocol(cfg.env)
         self.workers = [
-            Placed(RolloutWorker, cfg, engine_for_workers, use_ray=use_ray, name=f"rollout{i}")
+            place(RolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, self.engine, critic,
+                  use_ray=use_ray, name=f"rollout{i}")
             for i in range(r.num_workers)
         ]
         log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", r.engine,
                  cfg.learner.backend, r.num_workers, time.perf_counter() - t0, r.placement)
+        self._held_out: Optional[tuple[list, Any]] = None  # eval instances and scorers, built on first use
+        self._pool: Any = None
 
         self.ckpt_root = out_dir / "checkpoints"
         self.step = 0
@@ -114,26 +122,36 @@ class Trainer:
 
     # ------------------------------------------------------------------ pieces of a step
 
-    def rollout(self, groups: list[list[Any]], *, greedy: bool = False) -> Any:
-        """Split the groups across workers, run them at once, merge the batches."""
+    def rollout(self, instances: list[list[Any]], *, sampling: Any = None, protocol: Any = None) -> Any:
+        """Play one episode per (group, instance) across the workers; merge their batches.
+
+        `instances[g]` are group g's episodes. Episode keys are their position in this call, and the
+        step seeds them, so the same step samples the same tokens whatever the split across workers."""
+        from aac.critic import with_rates
+        from aac.rollout.driver import EpisodeSpec
         from aac.rollout.workers import RolloutBatch
 
-        shares = [groups[i :: len(self.workers)] for i in range(len(self.workers))]
+        pairs = [(g, inst) for g, group in enumerate(instances) for inst in group]
+        specs = [EpisodeSpec(key, inst, g) for key, (g, inst) in enumerate(pairs)]
+        shares = [specs[i :: len(self.workers)] for i in range(len(self.workers))]
         futures = [
-            w.submit("run", share, adapter=ACTOR, adapter_version=self.version,
-                     seed=self.cfg.seed * 100_003 + self.step, greedy=greedy)
+            w.submit("run", share, adapter=ACTOR, seed=self.cfg.seed * 100_003 + self.step, sampling=sampling,
+                     protocol=protocol)
             for w, share in zip(self.workers, shares) if share
         ]
         batches = self.workers[0].gather(futures)
-        merged = RolloutBatch(episodes=[], timings={}, critic_health={}, generated_tokens=0)
+        merged = RolloutBatch(episodes=[])
         for b in batches:
             merged.episodes += b.episodes
             merged.generated_tokens += b.generated_tokens
+            merged.engine_calls += b.engine_calls
+            merged.idle_slots += b.idle_slots
             for k, v in b.timings.items():
                 merged.timings[k] = max(merged.timings.get(k, 0.0), v)  # workers run in parallel
-            for k, v in b.critic_health.items():
-                if isinstance(v, (int, float)):
-                    merged.critic_health[k] = merged.critic_health.get(k, 0) + v
+            for k, v in b.critic_counts.items():
+                merged.critic_counts[k] = merged.critic_counts.get(k, 0) + v
+        merged.episodes.sort(key=lambda e: e.key)
+        merged.critic_counts = with_rates(merged.critic_counts) if merged.critic_counts else {}
         return merged
 
     def advantages(self, batch: Any) -> list[list[float]]:
@@ -210,14 +228,36 @@ class Trainer:
         return m
 
     def evaluate(self) -> dict[str, float]:
-        """Greedy episodes on held-out instances: reward, queries, conclusions."""
-        from aac.datasets import load_instances
+        """Held-out episodes in the PAU setting (`eval.*`: window, call budget, sampling), scored as
+        `aac.eval` scores them (LM judge, code match): its metrics for the same episodes, plus rewards."""
+        from aac.assembly import eval_protocol
+        from aac.eval.harness import scorers
+        from aac.eval.report import summarize
+        from aac.eval.scoring import score_episodes
+        from aac.rollout.driver import SamplingSpec
 
-        held = load_instances(self.cfg.eval.data, split=self.cfg.eval.split, limit=self.cfg.eval_limit,
-                              on_bad_row="warn")
-        batch = self.rollout([[inst] for inst in held], greedy=True)
-        m = rollout_metrics(batch, self.cfg.rewards.stop_threshold)
-        return {f"eval/{k}": v for k, v in m.items() if k.startswith(("reward/", "episode/"))}
+        cfg, e = self.cfg, self.cfg.eval
+        if self._held_out is None:
+            from aac.datasets import load_instances
+            from aac.sandbox import SandboxPool
+
+            held = load_instances(e.data, split=e.split, limit=cfg.eval_limit, on_bad_row="warn")
+            self._pool = SandboxPool.from_config(cfg.env.sandbox)  # code match runs here, in the driver
+            self._held_out = (held, scorers(cfg, self.engines, self._pool))
+        held, (judge, matcher) = self._held_out
+        sampling = SamplingSpec(e.temperature, cfg.rollout.top_p, e.max_tokens_per_turn, logprobs=True)
+        batch = self.rollout([[inst] for inst in held], sampling=sampling, protocol=eval_protocol(e, cfg.env))
+        episodes = [ep.record for ep in batch.episodes]
+        scores: dict[str, dict] = {}
+        score_episodes(episodes, {i.uid: i for i in held}, judge, matcher, gold=False, batch_size=e.batch_size,
+                       on_done=lambda recs: scores.update((r["uid"], r) for r in recs))
+        report = summarize({}, episodes, scores)
+        m = rollout_metrics(batch, cfg.rewards.stop_threshold)
+        out = {f"eval/{k}": v for k, v in m.items() if k.startswith(("reward/", "episode/"))}
+        out.update({"eval/description_score": report["description_score"]["mean"],
+                    "eval/code_match": report["code_match"]["mean"], "eval/queries_mean": report["queries_mean"],
+                    "eval/concluded_pct": report["concluded_pct"], "eval/format_error_rate": report["format_error_rate"]})
+        return out
 
     def save(self) -> None:
         state = {"step": self.step, "version": self.version, "config_hash": config_hash(self.cfg)}
@@ -274,8 +314,11 @@ class Trainer:
         self.metrics.close()
         for w in self.workers:
             w.close()
-        for piece in (*self.workers, self.learner, self.engine):
+        if self._pool is not None:
+            self._pool.close()
+        for piece in (*self.workers, self.learner):
             piece.kill()
+        self.engines.close()
 
 
 def _truncate_metrics(path: Path, step: int) -> None:
@@ -285,15 +328,9 @@ def _truncate_metrics(path: Path, step: int) -> None:
     tmp.replace(path)
 
 
-def run_dir() -> Path:
-    from hydra.core.hydra_config import HydraConfig
-
-    return Path(HydraConfig.get().runtime.output_dir)
-
-
 def train(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
-    out_dir = run_dir()
+    out_dir = output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,
              cfg.rollout.engine, cfg.learner.backend, out_dir)

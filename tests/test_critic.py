@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from aac.assembly import EngineSet, critic_engine
 from aac.config import CriticConfig, ModelConfig, OpenAIConfig, RolloutConfig
-from aac.critic import Judgment, PrivilegedCritic, make_critic, parse_rating
+from aac.critic import Judgment, PrivilegedCritic, parse_rating
 from aac.critic.prompts import critic_messages
 from aac.engines.base import Engine, GenResult
 from aac.env.instance import Instance
@@ -171,17 +172,20 @@ def test_engine_crash_gives_fallbacks_not_an_exception():
     assert critic.health["fallbacks"] == 2 and critic.health["fallback_rate"] == 1.0
 
 
-def test_make_critic_shares_the_actor_engine_by_default():
-    actor = ScriptedEngine()
-    model, rollout = ModelConfig(name="smollm2_135m"), RolloutConfig(engine="vllm")
-    critic, owned = make_critic(CriticConfig(), actor, model, rollout)
-    assert critic.engine is actor and owned is None and critic.adapter is None
-    critic, owned = make_critic(CriticConfig(model="smollm2_135m"), actor, model, rollout)
-    assert critic.engine is actor and owned is None
+def _critic(cfg: CriticConfig) -> tuple[PrivilegedCritic, Engine]:
+    engine = critic_engine(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False), cfg)
+    return PrivilegedCritic(engine, cfg), engine
+
+
+def test_the_critic_engine_is_the_actors_exactly_when_it_names_the_same_model_and_backend():
+    engines = EngineSet(ModelConfig(name="smollm2_135m"), RolloutConfig(engine="vllm"), 0, use_ray=False)
+    actor = engines._made[("vllm", "smollm2_135m", None)] = ScriptedEngine()  # stands for the built actor
+    assert critic_engine(engines, CriticConfig()) is actor
+    assert critic_engine(engines, CriticConfig(model="smollm2_135m", backend="vllm")) is actor
     remote = CriticConfig(backend="openai", openai=OpenAIConfig(base_url="http://127.0.0.1:9/v1", model="judge"))
-    critic, owned = make_critic(remote, actor, model, rollout)
-    assert owned is critic.engine and owned.kind == "openai" and owned.model == "judge"
-    owned.close()
+    owned = critic_engine(engines, remote)
+    assert owned is not actor and owned.kind == "openai" and owned.model == "judge"
+    engines.close()
 
 
 def test_critic_over_a_failing_endpoint_counts_fallbacks_and_retries(flaky_endpoint):
@@ -190,7 +194,7 @@ def test_critic_over_a_failing_endpoint_counts_fallbacks_and_retries(flaky_endpo
     url, hits = flaky_endpoint
     cfg = CriticConfig(backend="openai", openai=OpenAIConfig(base_url=url, model="m", timeout_s=0.5, max_retries=1,
                                                              backoff_s=0.05, concurrency=8))
-    critic, engine = make_critic(cfg, None, ModelConfig(), RolloutConfig())
+    critic, engine = _critic(cfg)
     batch = [judgment("informativeness", text) for text in ("plan A", "plan B", "FAIL", "BAD", "STALL", "FLAKY")]
     started = time.perf_counter()
     scores = critic.score(batch)
@@ -248,6 +252,6 @@ def test_critic_through_hf(hf_smollm2):
 @pytest.mark.slow
 def test_critic_through_openai_against_vllm_serve(vllm_server):
     cfg = CriticConfig(max_tokens=24, backend="openai", openai=OpenAIConfig(base_url=vllm_server, model="smollm2"))
-    critic, engine = make_critic(cfg, None, ModelConfig(), RolloutConfig())
+    critic, engine = _critic(cfg)
     _check_real_critic(critic, engine, _real_batch())
     engine.close()

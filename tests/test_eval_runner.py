@@ -15,6 +15,7 @@ from aac.env.instance import load_instances
 from aac.env.protocol import Episode, ProtocolConfig, sandbox_caller
 from aac.eval import records, runner
 from aac.eval.runner import ActorSpec, run_in_context, run_interactive
+from aac.rollout.driver import EpisodeSpec
 
 _DIVMOD = '''\
 def validate_input_args(arg0, arg1):
@@ -46,6 +47,10 @@ def test_func(arg0):
     xs = arg0
     return tuple(sorted(set(xs)))
 '''
+
+
+def specs(instances):
+    return [EpisodeSpec(k, inst) for k, inst in enumerate(instances)]
 
 
 def _row(task_id, source, code, header, description, train, test):
@@ -123,7 +128,7 @@ def test_interactive_records_and_shared_protocol(instances):
     done: list[dict] = []
     cfg = ProtocolConfig(history_window=10, max_steps=6, max_calls=2, call_timeout_s=5.0)
     with_pool = sandbox_caller(None)
-    run_interactive(instances, ActorSpec(engine, None, 16), cfg, with_pool, batch_size=2, on_done=done.extend)
+    run_interactive(specs(instances), ActorSpec(engine, None, 16), cfg, with_pool, batch_size=2, on_done=done.extend)
     assert sorted(r["uid"] for r in done) == ["hand/0", "hand/1", "hand/2"]
     rec = next(r for r in done if r["uid"] == "hand/0")
     assert rec["turns"] == 6 and rec["num_queries"] == 2 and not rec["concluded"]
@@ -144,13 +149,13 @@ def test_interactive_records_and_shared_protocol(instances):
 
 def test_interactive_stops_on_yes_and_in_context_uses_the_protocol_prompt(instances):
     done: list[dict] = []
-    run_interactive(instances[:1], ActorSpec(ScriptedEngine(YES), None, 16), ProtocolConfig(max_calls=25),
+    run_interactive(specs(instances[:1]), ActorSpec(ScriptedEngine(YES), None, 16), ProtocolConfig(max_calls=25),
                     sandbox_caller(None), batch_size=4, on_done=done.extend)
     assert done[0]["concluded"] and done[0]["num_queries"] == 1 and done[0]["turns"] == 3
 
     engine = ScriptedEngine("Description: returns the pair (q, r)")
     ctx: list[dict] = []
-    run_in_context(instances, ActorSpec(engine, None, 16), batch_size=2, on_done=ctx.extend)
+    run_in_context(specs(instances), ActorSpec(engine, None, 16), batch_size=2, on_done=ctx.extend)
     assert engine.chats[0] == prompts.in_context_prompt(instances[0])
     assert ctx[0]["description"] == "returns the pair (q, r)" and ctx[0]["num_queries"] == 0
     assert [o[0] for o in ctx[0]["observations"]] == ["(7, 2)", "(9, 0)"]
@@ -158,9 +163,9 @@ def test_interactive_stops_on_yes_and_in_context_uses_the_protocol_prompt(instan
 
 def test_no_second_copy_of_the_protocol():
     """The harness imports the env's protocol; none of its prompt text or parsing lives in aac/eval."""
-    from aac.rollout import workers
+    from aac.rollout import driver
 
-    assert runner.Episode is Episode is workers.Episode
+    assert runner.Episode is Episode is driver.Episode
     assert runner.in_context_prompt is prompts.in_context_prompt
     assert runner.parse_description is prompts.parse_description
     eval_src = "".join(p.read_text() for p in Path(inspect.getfile(runner)).parent.glob("*.py"))
@@ -170,7 +175,7 @@ def test_no_second_copy_of_the_protocol():
 
 def test_episode_records_survive_json(instances, tmp_path):
     done: list[dict] = []
-    run_interactive(instances[:1], ActorSpec(ScriptedEngine(NO), None, 16), ProtocolConfig(max_calls=1),
+    run_interactive(specs(instances[:1]), ActorSpec(ScriptedEngine(NO), None, 16), ProtocolConfig(max_calls=1),
                     sandbox_caller(None), batch_size=1, on_done=done.extend)
     records.append_jsonl(tmp_path / "e.jsonl", done)
     assert records.read_jsonl(tmp_path / "e.jsonl") == done

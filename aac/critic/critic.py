@@ -136,43 +136,23 @@ class PrivilegedCritic:
     def _value(self, rating: Optional[ParsedRating]) -> float:
         return self.fallback_score if rating is None else rating.score
 
+    def counts(self) -> dict[str, float]:
+        """The raw counters since start: subtract two snapshots for a period, add workers' up."""
+        with self._lock:
+            return dict(vars(self._counters))
+
     @property
     def health(self) -> dict[str, float]:
         """Counters since start, plus rates: what a run logs to watch the critic."""
-        with self._lock:
-            out: dict[str, float] = dict(vars(self._counters))
-        out["parse_failure_rate"] = out["parse_failures"] / out["replies"] if out["replies"] else 0.0
-        out["fallback_rate"] = out["fallbacks"] / out["requests"] if out["requests"] else 0.0
-        out["cache_hit_rate"] = out["cache_hits"] / out["judgments"] if out["judgments"] else 0.0
-        out["latency_per_request_s"] = out["latency_s"] / out["requests"] if out["requests"] else 0.0
-        return out
+        return with_rates(self.counts())
 
 
-def make_critic(cfg: Any, actor_engine: Optional[Engine], model_cfg: Any, rollout_cfg: Any,
-                seed: int = 0) -> tuple[PrivilegedCritic, Optional[Engine]]:
-    """The critic of a run, and the engine it owns (None when it shares the actor's engine: close that
-    one yourself).
-
-    Default (`critic.backend` unset and `critic.model` unset or the actor's model): the actor's engine
-    with the adapter off. Otherwise a separate engine: `openai` talks to `critic.openai`; `vllm` /
-    `hf` load `critic.model` (default: the actor's base model) without LoRA."""
-    from aac.engines import make_engine
-    from aac.models import REGISTRY, chat_template_kwargs, resolve_model
-
-    model = cfg.model or model_cfg.name
-    if actor_engine is not None and cfg.backend is None and model == model_cfg.name:
-        return PrivilegedCritic(actor_engine, cfg, seed=seed), None
-    backend = cfg.backend or rollout_cfg.engine
-    overrides = dict(model_cfg.chat_template_kwargs) if model == model_cfg.name else {}
-    kwargs: dict[str, Any] = dict(chat_template_kwargs=chat_template_kwargs(model, overrides), seed=seed)
-    if backend == "openai":  # an endpoint knows models by hub id / served name: nothing to build here
-        spec = REGISTRY.get(model)
-        kwargs["openai"] = cfg.openai
-        engine = make_engine(backend, spec.source if spec and spec.builder is None else model, **kwargs)
-    else:
-        kwargs.update(dtype=model_cfg.dtype, max_model_len=model_cfg.max_model_len, enable_lora=False)
-        if backend == "vllm":
-            kwargs.update(kv_cache_gb=rollout_cfg.kv_cache_gb, enforce_eager=rollout_cfg.enforce_eager,
-                          gpu_memory_utilization=rollout_cfg.gpu_memory_utilization)
-        engine = make_engine(backend, resolve_model(model), **kwargs)
-    return PrivilegedCritic(engine, cfg, seed=seed), engine
+def with_rates(counts: dict[str, float]) -> dict[str, float]:
+    """Counters plus the rates derived from them. Rates come from (merged) counts, never by adding
+    rates up, so they stay in [0, 1] for any period and any number of workers."""
+    out = dict(counts)
+    out["parse_failure_rate"] = out["parse_failures"] / out["replies"] if out["replies"] else 0.0
+    out["fallback_rate"] = out["fallbacks"] / out["requests"] if out["requests"] else 0.0
+    out["cache_hit_rate"] = out["cache_hits"] / out["judgments"] if out["judgments"] else 0.0
+    out["latency_per_request_s"] = out["latency_s"] / out["requests"] if out["requests"] else 0.0
+    return out

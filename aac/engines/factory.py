@@ -33,7 +33,7 @@ def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model
 
 def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overrides: Any) -> Engine:
     """The rollout engine of a run, from `ModelConfig` and `RolloutConfig` (aac/config.py)."""
-    from aac.models import chat_template_kwargs, resolve_model
+    from aac.models import REGISTRY, chat_template_kwargs, resolve_model
 
     kind = overrides.pop("kind", rollout_cfg.engine)
     kwargs: dict[str, Any] = dict(
@@ -48,4 +48,7 @@ def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overri
     elif kind == "openai":
         kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
     kwargs.update(overrides)
-    return make_engine(kind, resolve_model(model_cfg.name), **kwargs)
+    # an endpoint knows a model by its served name: nothing is built or loaded here
+    name = model_cfg.name
+    model = (REGISTRY[name].source if name in REGISTRY else name) if kind == "openai" else resolve_model(name)
+    return make_engine(kind, model, **kwargs)

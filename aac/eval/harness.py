@@ -11,12 +11,12 @@ import json
 import logging
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from omegaconf import OmegaConf
 from tqdm import tqdm
 
+from aac.assembly import EngineSet, eval_protocol
+from aac.cli import output_dir
 from aac.config import validate
 from aac.eval import records
 from aac.eval.codematch import CodeMatcher
@@ -65,40 +65,6 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
     }
 
 
-class Engines:
-    """Builds engines on first use and shares one per (kind, model): the judge and coder reuse the
-    actor's engine (adapter off) when they are the actor's base model."""
-
-    def __init__(self, cfg: Any):
-        self.cfg = cfg
-        self._made: dict[tuple[str, str], Any] = {}
-
-    def get(self, kind: str, model: str, *, lora_rank: int | None = None) -> Any:
-        from aac.engines import engine_from_config
-
-        key = (kind, model)
-        if key not in self._made:
-            # another model (judge/coder) keeps dtype and context length but not the actor's template kwargs
-            model_cfg = self.cfg.model if model == self.cfg.model.name else SimpleNamespace(
-                name=model, dtype=self.cfg.model.dtype, max_model_len=self.cfg.model.max_model_len,
-                chat_template_kwargs={})
-            extra: dict[str, Any] = {"kind": kind}
-            if kind == "openai" and model != self.cfg.model.name:  # rollout.openai.model names the actor
-                extra["openai"] = OmegaConf.merge(self.cfg.rollout.openai, {"model": ""})
-            if kind != "openai":  # an endpoint serves what it serves: no local LoRA switches
-                extra["enable_lora"] = lora_rank is not None
-                if lora_rank is not None:
-                    extra["max_lora_rank"] = max(self.cfg.rollout.max_lora_rank, lora_rank)
-            log.info("loading %s engine for %s", kind, model)
-            self._made[key] = engine_from_config(model_cfg, self.cfg.rollout, seed=self.cfg.seed, **extra)
-        return self._made[key]
-
-    def close(self) -> None:
-        for engine in self._made.values():
-            engine.close()
-        self._made.clear()
-
-
 def _progress(cfg: Any, total: int, what: str):
     return tqdm(total=total, desc=what, unit="ep", disable=not cfg.logging.progress, dynamic_ncols=True)
 
@@ -112,32 +78,34 @@ def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
     records.write_json(path, timing)
 
 
-def play(cfg: Any, instances: list, run_dir: Path, engines: Engines, adapter: Path | None, pool: Any) -> None:
+def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: Path | None, pool: Any) -> None:
     """Stage 1: write an episode record for every instance not yet in episodes.jsonl."""
-    from aac.env.protocol import ProtocolConfig, sandbox_caller
+    from aac.env.protocol import sandbox_caller
     from aac.eval.runner import ActorSpec, run_in_context, run_interactive
+    from aac.rollout.driver import EpisodeSpec
 
     e = cfg.eval
     path = run_dir / records.EPISODES
     done = {r["uid"] for r in records.read_jsonl(path, repair=True)}
-    todo = [i for i in instances if i.uid not in done]
+    # an episode's key is its instance's place in the split: a resumed run samples what a fresh one would
+    todo = [EpisodeSpec(k, inst) for k, inst in enumerate(instances) if inst.uid not in done]
     if done:
         log.info("resuming: %d of %d episodes already in %s", len(instances) - len(todo), len(instances), path)
     if not todo:
         return
-    kind = e.engine or cfg.rollout.engine
     rank = json.loads((adapter / "adapter_config.json").read_text()).get("r", 16) if adapter else None
-    engine = engines.get(kind, cfg.model.name, lora_rank=rank)
+    engine = engines.actor(kind=e.engine, lora_rank=rank)
     if adapter is not None:
         engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
-    actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed)
+    actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
+                      cfg.rollout.top_p)
     t0 = time.perf_counter()
     with _progress(cfg, len(todo), f"{e.mode} episodes") as bar:
         def save(recs: list[dict]) -> None:
             records.append_jsonl(path, recs)
 
         if e.mode == "interactive":
-            protocol = ProtocolConfig.from_eval(e, cfg.env)
+            protocol = eval_protocol(e, cfg.env)
             caller = sandbox_caller(pool, spread_list=cfg.env.spread_list_args)
             run_interactive(todo, actor, protocol, caller, batch_size=e.batch_size, on_done=save,
                             progress=bar.update)
@@ -146,7 +114,16 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: Engines, adapter: Pa
     _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
 
 
-def score(cfg: Any, instances: list, run_dir: Path, engines: Engines, pool: Any) -> None:
+def scorers(cfg: Any, engines: EngineSet, pool: Any) -> tuple[Judge, CodeMatcher]:
+    """The judge and the code matcher of `eval.*` (shared by `aac.eval` and training's held-out eval)."""
+    e = cfg.eval
+    kind = e.judge_engine or e.engine or cfg.rollout.engine
+    judge = Judge(EngineCompleter(engines.get(kind, e.judge_model or cfg.model.name), e.judge_max_tokens))
+    coder = EngineCompleter(engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
+    return judge, CodeMatcher(coder, pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args)
+
+
+def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: Any) -> None:
     """Stage 2: judge rating and code match for every episode not yet in scores.jsonl."""
     from aac.eval.scoring import score_episodes
 
@@ -158,10 +135,7 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: Engines, pool: Any)
             if ep["uid"] in by_uid and ep["uid"] not in scored]
     if not todo:
         return
-    kind = e.judge_engine or e.engine or cfg.rollout.engine
-    judge = Judge(EngineCompleter(engines.get(kind, e.judge_model or cfg.model.name), e.judge_max_tokens))
-    coder = EngineCompleter(engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
-    matcher = CodeMatcher(coder, pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args)
+    judge, matcher = scorers(cfg, engines, pool)
     t0 = time.perf_counter()
     with _progress(cfg, len(todo), "scoring") as bar:
         score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
@@ -176,7 +150,7 @@ def evaluate(cfg: Any) -> dict:
 
     validate(cfg)
     e = cfg.eval
-    run_dir = Path(cfg.out_dir)
+    run_dir = output_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     adapter = resolve_adapter(e.checkpoint) if e.checkpoint else None
     if adapter is not None and (e.engine or cfg.rollout.engine) == "openai":
@@ -185,7 +159,7 @@ def evaluate(cfg: Any) -> dict:
     instances = load_instances(e.data, split=e.split, limit=e.limit, on_bad_row=cfg.env.on_bad_row)
     records.check_same_run(run_dir, run_identity(cfg, adapter))
     log.info("%s: %d instances of %s (%s) -> %s", e.mode, len(instances), e.data, e.split, run_dir)
-    engines = Engines(cfg)
+    engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)
     try:
         with SandboxPool.from_config(cfg.env.sandbox) as pool:
             play(cfg, instances, run_dir, engines, adapter, pool)

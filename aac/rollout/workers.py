@@ -1,9 +1,11 @@
-"""Rollout workers: drive many episodes at once and return scored trajectories.
+"""Rollout workers: play a step's groups through the episode driver, then score every turn.
 
-A worker holds a sandbox pool and a critic. Every turn of every live episode goes to the
-engine in one batch; every critic judgment of the whole group goes in one batch at the end.
-What comes back is plain data (`RolloutBatch`): per turn the prompt and generated token ids,
-the sampling log-probs, the step record's essentials, the reward and the adapter version.
+A worker holds a sandbox pool and a critic (built where the worker lives, from their own config
+sections) and reaches the actor's and the critic's engines as collaborators handed to it. Every
+critic judgment of its share of the step goes to the critic in one batch after the episodes end
+(rewards do not change an episode, so nothing is lost by waiting). What comes back is plain data
+(`RolloutBatch`): per turn the prompt and generated token ids, the sampling log-probs, the step
+record's essentials, the reward and the adapter version; the critic's counters for this call only.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from aac.engines.base import Engine, GenRequest, Sampling
-from aac.env.protocol import Episode, Phase, ProtocolConfig, StepRecord
+from aac.engines import Engine
+from aac.env.protocol import Phase, ProtocolConfig
 from aac.rewards.schedule import episode_rewards, judgment_kind
+from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
+from aac.rollout.record import interactive_record
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,7 @@ class Turn:
 
 @dataclass
 class EpisodeResult:
+    key: int  # the episode's key in its rollout call (it seeded the episode's turns)
     uid: str
     group: int
     turns: list[Turn]
@@ -44,6 +49,7 @@ class EpisodeResult:
     concluded: bool
     timed_out: bool
     description: str
+    record: dict = field(default_factory=dict)  # the eval harness's record of the episode (aac.eval's form)
 
     @property
     def total_reward(self) -> float:
@@ -54,137 +60,102 @@ class EpisodeResult:
 class RolloutBatch:
     episodes: list[EpisodeResult]
     timings: dict[str, float] = field(default_factory=dict)  # generation / critic / sandbox seconds
-    critic_health: dict[str, Any] = field(default_factory=dict)
+    critic_counts: dict[str, float] = field(default_factory=dict)  # this batch's counters (see critic.health)
     generated_tokens: int = 0
+    engine_calls: int = 0
+    idle_slots: int = 0
 
 
 class _TimedCaller:
     """The sandbox caller handed to episodes; it adds up the wall time spent in calls."""
 
-    def __init__(self, pool):
-        self.pool = pool
+    def __init__(self, pool: Any, spread_list: bool):
+        self.pool, self.spread_list = pool, spread_list
         self.seconds = 0.0
 
     def __call__(self, source: str, input_str: str, timeout_s: float):
         t0 = time.perf_counter()
         try:
-            return self.pool.call(source, input_str, timeout_s=timeout_s)
+            return self.pool.call(source, input_str, timeout_s=timeout_s, spread_list=self.spread_list)
         finally:
             self.seconds += time.perf_counter() - t0
 
 
 class RolloutWorker:
-    """Holds sandboxes and a critic; `run` plays groups of episodes against one engine."""
+    """`run` plays groups of episodes against the actor's engine and scores them with the critic.
 
-    def __init__(self, cfg: Any, engine: Engine):
+    Its sections: `rollout` (sampling, live episodes), `env` (the sandbox and the argument rule),
+    `critic`, `rewards`; its collaborators: the protocol, the actor's and the critic's engines."""
+
+    def __init__(self, rollout: Any, env: Any, critic: Any, rewards: Any, protocol: ProtocolConfig,
+                 actor_engine: Engine, critic_engine: Engine):
         from aac.critic import PrivilegedCritic
-        from aac.sandbox.pool import SandboxPool
+        from aac.sandbox import SandboxPool
 
-        self.cfg = cfg
-        self.engine = engine
-        self.pool = SandboxPool.from_config(cfg.env.sandbox)
-        self.critic = PrivilegedCritic(engine, cfg.critic)
-        self.protocol = ProtocolConfig.from_env(cfg.env)
+        self.rollout, self.rewards, self.protocol = rollout, rewards, protocol
+        self.engine = actor_engine
+        self.pool = SandboxPool.from_config(env.sandbox)
+        self.spread_list = env.spread_list_args
+        self.critic = PrivilegedCritic(critic_engine, critic)
 
     def close(self) -> None:
         self.pool.close()
 
-    def run(
-        self,
-        groups: list[list[Any]],
-        *,
-        adapter: Optional[str],
-        adapter_version: Optional[int],
-        seed: int,
-        greedy: bool = False,
-    ) -> RolloutBatch:
-        """Play each group's episodes (one instance per episode) to the end, then score them."""
-        r = self.cfg.rollout
-        caller = _TimedCaller(self.pool)
-        episodes: list[tuple[int, Episode]] = [
-            (g, Episode(inst, self.protocol, caller)) for g, group in enumerate(groups) for inst in group
-        ]
-        turns: list[list[Turn]] = [[] for _ in episodes]
-        pending: list[list[tuple[StepRecord, Any]]] = [[] for _ in episodes]  # step, judgment
-        t_gen, n_tokens, rounds = 0.0, 0, 0
-        while True:
-            live = [i for i, (_, ep) in enumerate(episodes) if not ep.done]
-            if not live:
-                break
-            requests = []
-            for i in live:
-                sampling = Sampling(
-                    temperature=0.0 if greedy else r.temperature,
-                    top_p=1.0 if greedy else r.top_p,
-                    max_tokens=r.max_tokens_per_turn,
-                    seed=None if greedy else seed * 1_000_003 + i * 1009 + rounds,
-                    logprobs=True,
-                )
-                requests.append(GenRequest(episodes[i][1].prompt(), sampling, adapter))
-            t0 = time.perf_counter()
-            results = self.engine.generate(requests)
-            t_gen += time.perf_counter() - t0
-            rounds += 1
-            for i, res in zip(live, results):
-                ep = episodes[i][1]
-                context = _judgment_context(ep)
-                step = ep.step(res.text)
-                n_tokens += len(res.token_ids)
-                turns[i].append(
-                    Turn(
-                        phase=step.phase.value,
-                        prompt_ids=list(res.prompt_ids),
-                        token_ids=list(res.token_ids),
-                        logprobs=list(res.logprobs or []),
-                        adapter_version=res.adapter_version,
-                        parse_ok=step.parse_ok,
-                        words=len(step.text.split()),
-                    )
-                )
-                kind = judgment_kind(step, self.cfg.rewards)
-                pending[i].append((step, self._judgment(kind, ep, step, context) if kind else None))
+    def run(self, specs: list[EpisodeSpec], *, adapter: Optional[str], seed: int,
+            sampling: Optional[SamplingSpec] = None, protocol: Optional[ProtocolConfig] = None) -> RolloutBatch:
+        """Play each episode to its end (continuous batching), then score every turn.
 
+        `sampling` and `protocol` replace the training ones (held-out evaluation plays the eval setting)."""
+        r = self.rollout
+        caller = _TimedCaller(self.pool, self.spread_list)
+        sampling = sampling or SamplingSpec(r.temperature, r.top_p, r.max_tokens_per_turn, logprobs=True)
+        driver = EpisodeDriver(self.engine, protocol or self.protocol, caller, sampling, adapter=adapter,
+                               seed=seed, max_live=r.max_live_episodes)
+        played, stats = driver.play(specs)
+
+        before = self.critic.counts()
         t0 = time.perf_counter()
-        judgments = [j for steps in pending for _, j in steps if j is not None]
-        scores = iter(self.critic.score(judgments) if judgments else [])
+        asks = [self._judgments(p) for p in played]
+        flat = [j for per_episode in asks for j in per_episode if j is not None]
+        scores = iter(self.critic.score(flat) if flat else [])
         t_critic = time.perf_counter() - t0
-
-        out = []
-        for i, (g, ep) in enumerate(episodes):
-            step_scores = [next(scores) if j is not None else None for _, j in pending[i]]
-            rewards = episode_rewards([s for s, _ in pending[i]], step_scores, self.cfg.rewards)
-            for turn, reward, score in zip(turns[i], rewards, step_scores):
-                turn.reward, turn.score = reward, score
-            summary = ep.summary()
-            out.append(
-                EpisodeResult(
-                    uid=ep.instance.uid,
-                    group=g,
-                    turns=turns[i],
-                    num_queries=summary["num_queries"],
-                    concluded=summary["concluded"],
-                    timed_out=summary["timed_out"],
-                    description=summary["description"],
-                )
-            )
+        out = [self._result(p, [next(scores) if j is not None else None for j in js]) for p, js in zip(played, asks)]
+        after = self.critic.counts()
         return RolloutBatch(
             episodes=out,
-            timings={"generation": t_gen, "critic": t_critic, "sandbox": caller.seconds},
-            critic_health=dict(self.critic.health),
-            generated_tokens=n_tokens,
+            timings={"generation": stats.generation_s, "critic": t_critic, "sandbox": caller.seconds},
+            critic_counts={k: after[k] - before.get(k, 0) for k in after},
+            generated_tokens=stats.generated_tokens, engine_calls=stats.engine_calls, idle_slots=stats.idle_slots,
         )
 
-    @staticmethod
-    def _judgment(kind: str, ep: Episode, step: StepRecord, context: tuple[str, list]):
+    def _judgments(self, played: PlayedEpisode) -> list[Any]:
+        """The critic judgment each turn needs under the schedule (None where it needs none)."""
         from aac.critic import Judgment
 
-        hypothesis, observations = context
-        if step.phase == Phase.REFLECT:  # judge the revised hypothesis against what was seen
-            hypothesis, observations = step.hypothesis, list(ep.observations)
-        return Judgment(kind=kind, instance=ep.instance, hypothesis=hypothesis,
-                        observations=observations, text=step.parsed or step.text)
+        out = []
+        for t, turn in enumerate(played.turns):
+            step = turn.step
+            kind = judgment_kind(step, self.rewards)
+            if kind is None:
+                out.append(None)
+                continue
+            # a reflect turn is judged on the hypothesis it wrote, against everything seen (its call included)
+            hypothesis = step.hypothesis if step.phase == Phase.REFLECT else turn.hypothesis
+            nxt = played.turns[t + 1].step if t + 1 < len(played.turns) else None
+            query = nxt.parsed if nxt is not None and nxt.call is not None else None
+            out.append(Judgment(kind=kind, instance=played.spec.instance, hypothesis=hypothesis,
+                                observations=turn.observations, text=step.parsed or step.text, query=query))
+        return out
 
-
-def _judgment_context(ep: Episode) -> tuple[str, list]:
-    """The hypothesis and observations the actor saw when it wrote this turn."""
-    return ep.hypothesis, list(ep.observations)
+    def _result(self, played: PlayedEpisode, step_scores: list[Optional[float]]) -> EpisodeResult:
+        rewards = episode_rewards([t.step for t in played.turns], step_scores, self.rewards)
+        turns = [
+            Turn(phase=t.step.phase.value, prompt_ids=list(t.result.prompt_ids), token_ids=list(t.result.token_ids),
+                 logprobs=list(t.result.logprobs or []), adapter_version=t.result.adapter_version,
+                 parse_ok=t.step.parse_ok, reward=reward, score=score, words=len(t.step.text.split()))
+            for t, reward, score in zip(played.turns, rewards, step_scores)
+        ]
+        ep = played.episode
+        return EpisodeResult(key=played.spec.key, uid=ep.instance.uid, group=played.spec.group, turns=turns, num_queries=ep.num_queries,
+                             concluded=ep.concluded, timed_out=ep.timed_out, description=ep.hypothesis,
+                             record=interactive_record(played))

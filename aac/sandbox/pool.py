@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aac.sandbox import _protocol as proto
+import aac.sandbox._protocol as proto
 from aac.sandbox._isolate import MODES, NOBODY
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,155 @@
+"""The one episode driver: training rollouts, `Trainer.evaluate` and `aac.eval` all play episodes here.
+
+Continuous batching: up to `max_live` episodes are in flight; each engine call carries the current
+turn of every live episode, and a finished episode's slot is refilled from the queue at once, so a
+long episode never holds a whole wave of short ones back. One seeding rule for every caller:
+turn `t` of the episode with key `k` samples with seed `turn_seed(seed, k, t)`, so a replay with the
+same keys draws the same tokens whatever else shares its batch.
+
+The driver owns no model and no reward: it returns what happened (`PlayedEpisode`) and counts its
+engine calls and idle slots (`DriverStats`), which the continuous-batching benchmark compares.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from aac.engines import Engine, GenRequest, GenResult, Sampling
+from aac.env.instance import Instance
+from aac.env.observation import Observation
+from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
+
+MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
+
+
+def turn_seed(seed: int, key: int, turn: int) -> int:
+    """The sampling seed of turn `turn` of episode `key` in a run seeded `seed`."""
+    if not 0 <= turn < MAX_TURNS:
+        raise ValueError(f"turn {turn} outside [0, {MAX_TURNS}): raise MAX_TURNS with the step limit")
+    return (seed * 1_000_003 + key) * MAX_TURNS + turn
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """How the actor samples: temperature 0 is greedy (and then top_p and seeds do not apply)."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    logprobs: bool = False
+
+    def for_turn(self, seed: int, key: int, turn: int) -> Sampling:
+        greedy = self.temperature == 0
+        return Sampling(temperature=self.temperature, top_p=1.0 if greedy else self.top_p,
+                        max_tokens=self.max_tokens, seed=None if greedy else turn_seed(seed, key, turn),
+                        logprobs=self.logprobs)
+
+
+@dataclass
+class EpisodeSpec:
+    """One episode to play: `key` is unique within a run (it seeds the episode's turns)."""
+
+    key: int
+    instance: Instance
+    group: int = 0
+
+
+@dataclass
+class PlayedTurn:
+    step: StepRecord
+    result: GenResult
+    # what the actor saw when it wrote this turn: the hypothesis and every observation so far
+    hypothesis: str
+    observations: list[Observation]
+
+
+@dataclass
+class PlayedEpisode:
+    spec: EpisodeSpec
+    episode: Episode
+    turns: list[PlayedTurn]
+    elapsed_s: float
+
+    @property
+    def generated_tokens(self) -> int:
+        return sum(len(t.result.token_ids) for t in self.turns)
+
+    @property
+    def engine_errors(self) -> int:
+        return sum(t.result.finish_reason == "error" for t in self.turns)
+
+
+@dataclass
+class DriverStats:
+    engine_calls: int = 0
+    requests: int = 0
+    idle_slots: int = 0  # summed over calls: slots (max_live) minus the requests a call carried
+    generation_s: float = 0.0
+    generated_tokens: int = 0
+    per_call: list[int] = field(default_factory=list)  # requests per engine call
+
+    @property
+    def idle_slots_per_call(self) -> float:
+        return self.idle_slots / self.engine_calls if self.engine_calls else 0.0
+
+
+@dataclass
+class _Live:
+    spec: EpisodeSpec
+    episode: Episode
+    started: float
+    turns: list[PlayedTurn] = field(default_factory=list)
+
+
+class EpisodeDriver:
+    """Plays episodes of one protocol against one engine (and adapter) with continuous batching."""
+
+    def __init__(self, engine: Engine, protocol: ProtocolConfig, caller: Caller, sampling: SamplingSpec, *,
+                 adapter: str | None = None, seed: int = 0, max_live: int | None = None):
+        if max_live is not None and max_live < 1:
+            raise ValueError(f"max_live must be >= 1 or None (all at once), got {max_live}")
+        self.engine, self.protocol, self.caller = engine, protocol, caller
+        self.sampling, self.adapter, self.seed, self.max_live = sampling, adapter, seed, max_live
+
+    def play(self, specs: Iterable[EpisodeSpec],
+             on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:
+        """Play every episode to its end; `on_done` gets each call's finished episodes at once (so a
+        killed run loses only those in flight). Returns the episodes in the order of `specs`."""
+        queue = deque(specs)
+        order = {id(s): i for i, s in enumerate(queue)}
+        slots = self.max_live or len(queue)
+        live: list[_Live] = []
+        done: list[PlayedEpisode] = []
+        stats = DriverStats()
+        while queue or live:
+            while queue and len(live) < slots:
+                spec = queue.popleft()
+                live.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
+            requests = [GenRequest(lv.episode.prompt(), self.sampling.for_turn(self.seed, lv.spec.key,
+                                                                                len(lv.turns)), self.adapter)
+                        for lv in live]
+            t0 = time.perf_counter()
+            results = self.engine.generate(requests)
+            stats.generation_s += time.perf_counter() - t0
+            stats.engine_calls += 1
+            stats.requests += len(requests)
+            stats.idle_slots += slots - len(requests)
+            stats.per_call.append(len(requests))
+            finished = []
+            for lv, res in zip(live, results):
+                hypothesis, observations = lv.episode.hypothesis, lv.episode.observations
+                step = lv.episode.step(res.text)
+                stats.generated_tokens += len(res.token_ids)
+                lv.turns.append(PlayedTurn(step, res, hypothesis, observations))
+                if lv.episode.done:
+                    finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
+            live = [lv for lv in live if not lv.episode.done]
+            if finished:
+                done += finished
+                if on_done is not None:
+                    on_done(finished)
+        done.sort(key=lambda p: order[id(p.spec)])
+        return done, stats

@@ -1,0 +1,173 @@
+"""Every setting of the build path reaches behaviour: the critic's backend, the argument rule, GPU
+placement, per-step critic health, the eval protocol of held-out episodes."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from aac.config import compose
+from aac.metrics import read
+from aac.train import Trainer
+
+CHEAP = ("rollout.placement=local", "max_steps=1", "save_every=100", "env.max_steps=3",
+         "rollout.max_tokens_per_turn=8", "rollout.functions_per_step=1", "rollout.group_size=2")
+
+
+def _train(cfg, out):
+    trainer = Trainer(cfg, out)
+    try:
+        trainer.run()
+        return trainer, read(out / "metrics.jsonl")
+    finally:
+        trainer.close()
+
+
+class _Judge(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that rates everything 7 and counts what it was asked."""
+
+    asked: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).asked.append(body)
+        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": "Consistent.\nRating: 7"}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def judge_endpoint():
+    _Judge.asked = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", _Judge.asked
+    server.shutdown()
+
+
+def test_critic_backend_openai_sends_every_judgment_to_the_endpoint_and_none_to_the_actor(tmp_path, judge_endpoint):
+    url, asked = judge_endpoint
+    cfg = compose("+recipe=tiny", *CHEAP, "critic.backend=openai", f"critic.openai.base_url={url}",
+                  "critic.openai.model=judge-7", "critic.cache=false")
+    trainer, rows = _train(cfg, tmp_path / "run")
+    judged = rows[0]["critic/judgments"]
+    turns = rows[0]["episode/turns_mean"] * 2
+    assert judged >= 1 and len(asked) == judged and all(a["model"] == "judge-7" for a in asked)
+    assert trainer.engine.stats.requests == turns  # the actor's engine served the actor's turns only
+    assert rows[0]["critic/requests"] == judged and rows[0]["critic/fallbacks"] == 0
+
+
+def test_by_default_the_critic_shares_the_actor_engine(tmp_path):
+    trainer, rows = _train(compose("+recipe=tiny", *CHEAP), tmp_path / "run")
+    turns = rows[0]["episode/turns_mean"] * 2
+    assert trainer.engine.stats.requests == turns + rows[0]["critic/requests"]
+
+
+class _OneReply:
+    """An actor (and critic) that gives one reply, which parses in every phase."""
+
+    def __init__(self, reply: str):
+        self.reply = reply
+
+    def generate(self, requests):
+        from aac.engines import GenResult
+
+        return [GenResult(self.reply, [0], [1], [0.0], "stop", r.adapter, None) for r in requests]
+
+
+def test_spread_list_args_changes_the_training_call(tmp_path):
+    """The same episode calls `([1, 2])` as f(1, 2) by default and as f([1, 2]) with the option off."""
+    from aac.config import CriticConfig, EnvConfig, RewardConfig, RolloutConfig
+    from aac.env.instance import Instance
+    from aac.env.protocol import ProtocolConfig
+    from aac.rollout.driver import EpisodeSpec
+    from aac.rollout.workers import RolloutWorker
+
+    inst = Instance(uid="t/0", source="t", code="def test_func(*args):\n    return len(args)\n",
+                    description="counts its arguments", header="def test_func(*args):",
+                    train_examples=[("(1,)", 1), ("(1, 2)", 2)], test_examples=[], all_examples=[])
+    engine = _OneReply("Input: ([1, 2])\nDecision: YES\nSummary: counts its arguments.\nRating: 5")
+    outputs = {}
+    for spread in (True, False):
+        env = EnvConfig(spread_list_args=spread)
+        env.sandbox.workers = 1
+        worker = RolloutWorker(RolloutConfig(max_tokens_per_turn=8), env, CriticConfig(), RewardConfig(t_max=3),
+                               ProtocolConfig(max_steps=3), engine, engine)
+        try:
+            batch = worker.run([EpisodeSpec(0, inst)], adapter=None, seed=0)
+        finally:
+            worker.close()
+        outputs[spread] = batch.episodes[0].record["observations"][-1][1]
+    assert outputs == {True: "2", False: "1"}
+
+
+def test_held_out_evaluation_plays_the_eval_protocol_and_reports_what_aac_eval_reports(tmp_path):
+    cfg = compose("+recipe=tiny", *CHEAP, "eval_every=1", "eval_limit=2", "eval.max_calls=1",
+                  "eval.max_tokens_per_turn=8", "eval.judge_max_tokens=8", "eval.coder_max_tokens=8")
+    trainer, rows = _train(cfg, tmp_path / "run")
+    row = rows[0]
+    # one call: every held-out episode ends after its first cycle (3 turns), not at env.max_steps
+    assert row["eval/episode/turns_mean"] <= 3 and row["eval/queries_mean"] <= 1
+    for key in ("eval/description_score", "eval/code_match", "eval/concluded_pct", "eval/format_error_rate"):
+        assert key in row
+    assert 1.0 <= row["eval/description_score"] <= 5.0
+
+
+def test_critic_health_is_per_step_and_merged_across_workers(tmp_path):
+    cfg = compose("+recipe=tiny", *CHEAP, "max_steps=2", "rollout.num_workers=2", "rollout.group_size=4")
+    _, rows = _train(cfg, tmp_path / "run")
+    for row in rows:
+        assert 0.0 <= row["critic/cache_hit_rate"] <= 1.0 and 0.0 <= row["critic/parse_failure_rate"] <= 1.0
+        # this step's judgments only: at most one per reasoning or reflect turn of its 4 episodes
+        assert row["critic/judgments"] <= row["episode/turns_mean"] * 4
+    assert rows[1]["critic/judgments"] > 0
+
+
+@pytest.mark.slow
+def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_model_path, monkeypatch):
+    """Ray with two fake GPUs: the engine and learner actors of the flagship recipe's placement see
+    different CUDA_VISIBLE_DEVICES (the real EngineHost and Learner, on the tiny model and on CPU)."""
+    import ray
+
+    from aac.assembly import EngineSet, place
+    from aac.learner import Learner
+    from aac.placement import start_ray
+
+    cfg = compose("+recipe=qwen3_8b", "model=tiny_qwen3", "rollout.engine=hf", "learner.backend=torch",
+                  "learner.dtype=float32", "model.dtype=float32", "learner.lora_r=4")
+    assert cfg.rollout.num_gpus == 1 and cfg.learner.num_gpus == 1
+    import tempfile
+
+    monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # unix socket paths < 108 B
+    ray.shutdown()
+    start_ray(num_cpus=2, num_gpus=2)
+    try:
+        engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=True)
+        engine = engines.actor(lora_rank=cfg.learner.lora_r)
+        learner = place(Learner, cfg.learner, tiny_model_path, 0, use_ray=True, name="learner",
+                        num_gpus=cfg.learner.num_gpus)
+
+        def visible(actor):
+            return ray.get(actor.__ray_call__.remote(lambda self: os.environ.get("CUDA_VISIBLE_DEVICES")))
+
+        on_engine, on_learner = visible(engine._actor), visible(learner.actor)
+        assert on_engine and on_learner and on_engine != on_learner, (on_engine, on_learner)
+        cpu = compose("+recipe=tiny")
+        assert cpu.rollout.num_gpus == 0 and cpu.learner.num_gpus == 0  # CPU recipes ask for none
+        learner.kill()
+        engines.close()
+    finally:
+        ray.shutdown()
