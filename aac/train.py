@@ -283,13 +283,11 @@ class Trainer:
         return True
 
     def run(self) -> dict[str, Any]:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from aac.progress import bar
 
         cfg = self.cfg
         last: dict[str, Any] = {}
-        with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeElapsedColumn(), disable=not cfg.logging.progress) as bar:
-            task = bar.add_task("steps", total=self.total_steps, completed=self.step)
+        with bar(self.total_steps, "train", enabled=cfg.logging.progress, completed=self.step) as advance:
             while self.step < self.total_steps:
                 m = self.train_step()
                 self.step += 1
@@ -306,7 +304,7 @@ class Trainer:
                 )
                 if self.step % cfg.save_every == 0 or self.step == self.total_steps:
                     self.save()
-                bar.update(task, completed=self.step)
+                advance(1)
                 last = m
         return last
 

@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from aac.assembly import EngineSet, eval_protocol
 from aac.cli import output_dir
 from aac.config import validate
@@ -23,6 +21,7 @@ from aac.eval.codematch import CodeMatcher
 from aac.eval.judge import Judge
 from aac.eval.lm import EngineCompleter
 from aac.eval.report import write_report
+from aac.progress import bar
 
 log = logging.getLogger("aac.eval")
 ACTOR_ADAPTER = "actor"
@@ -66,7 +65,7 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
 
 
 def _progress(cfg: Any, total: int, what: str):
-    return tqdm(total=total, desc=what, unit="ep", disable=not cfg.logging.progress, dynamic_ncols=True)
+    return bar(total, what, enabled=cfg.logging.progress)
 
 
 def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
@@ -100,7 +99,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
                       cfg.rollout.top_p)
     t0 = time.perf_counter()
-    with _progress(cfg, len(todo), f"{e.mode} episodes") as bar:
+    with _progress(cfg, len(todo), f"{e.mode} episodes") as advance:
         def save(recs: list[dict]) -> None:
             records.append_jsonl(path, recs)
 
@@ -108,9 +107,9 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
             protocol = eval_protocol(e, cfg.env)
             caller = sandbox_caller(pool, spread_list=cfg.env.spread_list_args)
             run_interactive(todo, actor, protocol, caller, batch_size=e.batch_size, on_done=save,
-                            progress=bar.update)
+                            progress=advance)
         else:
-            run_in_context(todo, actor, batch_size=e.batch_size, on_done=save, progress=bar.update)
+            run_in_context(todo, actor, batch_size=e.batch_size, on_done=save, progress=advance)
     _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
 
 
@@ -137,9 +136,9 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
         return
     judge, matcher = scorers(cfg, engines, pool)
     t0 = time.perf_counter()
-    with _progress(cfg, len(todo), "scoring") as bar:
+    with _progress(cfg, len(todo), "scoring") as advance:
         score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
-                       on_done=lambda recs: records.append_jsonl(path, recs), progress=bar.update)
+                       on_done=lambda recs: records.append_jsonl(path, recs), progress=advance)
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
 
