@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aac.config import ConfigError, register_configs, resource_dir, validate
+from aac.config import ConfigError, named_error, register_configs, resource_dir, validate
 
 
 def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
@@ -63,7 +63,7 @@ def _precheck(overrides: list[str], config_name: str) -> None:
     except ConfigError as e:
         raise SystemExit(f"aac: config error: {e}") from None
     except Exception as e:  # Hydra and OmegaConf errors, often nested: flatten to one line
-        raise SystemExit(f"aac: config error: {_one_line(e)}") from None
+        raise SystemExit(f"aac: config error: {named_error(e) or _one_line(e)}") from None
     finally:
         GlobalHydra.instance().clear()
 

@@ -7,15 +7,45 @@ Defaults follow SPEC: the paper's constants, with the release's bugs fixed. YAML
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
+
+
+class Choice(str, Enum):
+    """A value from a fixed set. Typed fields of this kind are checked by OmegaConf itself (its error
+    names the key); a member compares, hashes, prints and serialises as its plain string."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+def _choice(name: str, *values: str) -> Any:
+    return Choice(name, [(v, v) for v in values], module=__name__)
+
+
+# every set of allowed values, defined once: the modules that check a value at run time import these
+DType = _choice("DType", "float32", "bfloat16", "float16")
+OnBadRow = _choice("OnBadRow", "warn", "raise")
+Isolation = _choice("Isolation", "auto", "namespaces", "userns", "landlock", "rlimits")
+CriticMode = _choice("CriticMode", "privileged", "symmetric")
+EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
+Schedule = _choice("Schedule", "aac", "final", "sym_info", "no_informativeness")
+Advantage = _choice("Advantage", "final", "episode", "turn")
+Placement = _choice("Placement", "ray", "local")
+LearnerBackend = _choice("LearnerBackend", "deepspeed", "torch")
+EvalMode = _choice("EvalMode", "interactive", "in_context")
+WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 
 
 @dataclass
 class ModelConfig:
     # registry key (see aac.models), local folder, or HF hub id
     name: str = "smollm2_135m"
-    dtype: str = "float32"  # float32 | bfloat16 | float16
+    dtype: DType = DType.float32
     # extra kwargs for tokenizer.apply_chat_template (Qwen3: enable_thinking)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     max_model_len: int = 4096
@@ -27,7 +57,7 @@ class SandboxConfig:
     memory_mb: int = 512  # address-space limit per worker
     cpu_time_s: float = 30.0  # RLIMIT_CPU per call
     max_warm: Optional[int] = None  # warm worker processes kept (LRU); None: 4 x workers
-    isolation: str = "auto"  # auto (strongest available) | namespaces | userns | landlock | rlimits
+    isolation: Isolation = Isolation.auto  # auto: the strongest available
     max_output_chars: int = 2000  # repr cap shown to the model
     max_input_chars: int = 10000
     max_input_depth: int = 50
@@ -39,7 +69,7 @@ class EnvConfig:
     data: str = "builtin:humaneval"
     split: str = "train"
     limit: Optional[int] = None
-    on_bad_row: str = "warn"  # warn: skip the row with a warning | raise
+    on_bad_row: OnBadRow = OnBadRow.warn  # warn: skip the row with a warning | raise
     spread_list_args: bool = True  # the release's rule: "([1,2])" calls f(1, 2)
     history_window: int = 5  # observations shown per prompt (release: 5 train, 10 eval)
     max_steps: int = 40  # turns per training episode (T_max)
@@ -64,10 +94,10 @@ class OpenAIConfig:
 
 @dataclass
 class CriticConfig:
-    mode: str = "privileged"  # privileged | symmetric (the SYM-INFO ablation)
+    mode: CriticMode = CriticMode.privileged  # symmetric: the SYM-INFO ablation
     # None: the actor's base model, served by the same engine (adapter off)
     model: Optional[str] = None
-    backend: Optional[str] = None  # None: the rollout engine; else vllm | hf | openai
+    backend: Optional[EngineKind] = None  # None: the actor's backend (rollout.engine)
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
     max_tokens: int = 256
     temperature: float = 0.0
@@ -79,7 +109,7 @@ class CriticConfig:
 
 @dataclass
 class RewardConfig:
-    schedule: str = "aac"  # aac | final | sym_info | no_informativeness
+    schedule: Schedule = Schedule.aac
     lambda_h: float = 2.0
     p_parse: float = 0.5
     tau_reason: int = 100
@@ -89,14 +119,14 @@ class RewardConfig:
     continue_threshold: float = 0.3  # b_term: not done and s < this -> +1
     timeout_penalty: float = -1.0  # reward of the step that hits T_max
     t_max: int = "${env.max_steps}"  # type: ignore[assignment]  # in lambda_h / (2 T_max)
-    advantage: str = "turn"  # final | episode | turn
+    advantage: Advantage = Advantage.turn
     w_step: float = 1.0  # weight of the per-phase step advantage (turn)
     eps: float = 1e-6
 
 
 @dataclass
 class RolloutConfig:
-    engine: str = "vllm"  # vllm | hf | openai
+    engine: EngineKind = EngineKind.vllm
     functions_per_step: int = 8
     group_size: int = 8
     temperature: float = 1.0
@@ -107,7 +137,7 @@ class RolloutConfig:
     # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
     max_live_episodes: Optional[int] = None
     num_gpus: float = 0.0  # GPUs Ray gives the engine actor (qwen3_8b: 1, the learner takes the other)
-    placement: str = "ray"  # ray: engine, learner, workers in Ray actors | local: one process
+    placement: Placement = Placement.ray  # ray: engine, learner, workers in Ray actors | local: one process
     # vLLM engine knobs
     gpu_memory_utilization: float = 0.45  # leaves room on a GPU shared with nothing else
     kv_cache_gb: int = 2  # CPU build: VLLM_CPU_KVCACHE_SPACE
@@ -122,7 +152,7 @@ class RolloutConfig:
 
 @dataclass
 class LearnerConfig:
-    backend: str = "deepspeed"  # deepspeed | torch
+    backend: LearnerBackend = LearnerBackend.deepspeed
     num_gpus: float = 0.0  # GPUs Ray gives the learner actor; it trains on the one it is given
     zero_stage: int = 0
     lora_r: int = 16
@@ -138,18 +168,18 @@ class LearnerConfig:
     epochs: int = 5
     micro_batch_tokens: int = 4096  # token budget per micro-batch: lower it to save memory
     gradient_checkpointing: bool = False  # saves activation memory, costs ~30% speed
-    dtype: str = "float32"
+    dtype: DType = DType.float32
 
 
 @dataclass
 class EvalConfig:
-    mode: str = "interactive"  # interactive | in_context
+    mode: EvalMode = EvalMode.interactive
     data: str = "builtin:humaneval"
     split: str = "test"
     limit: Optional[int] = None
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
     checkpoint: Optional[str] = None
-    engine: Optional[str] = None  # vllm | hf | openai; None: rollout.engine
+    engine: Optional[EngineKind] = None  # None: rollout.engine
     history_window: int = 10
     max_calls: int = 25  # paper: 25 function calls (the release used 20 cycles)
     call_timeout_s: float = 30.0
@@ -159,7 +189,7 @@ class EvalConfig:
     batch_size: int = 16  # episodes in flight: more is faster until the engine saturates
     judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
     coder_model: Optional[str] = None  # None: the actor's base model
-    judge_engine: Optional[str] = None  # engine kind of judge and coder; None: the actor's
+    judge_engine: Optional[EngineKind] = None  # engine kind of judge and coder; None: the actor's
     judge_max_tokens: int = 256
     coder_max_tokens: int = 512
     gold: bool = False  # also code-match from the gold description: the per-instance upper bound
@@ -170,7 +200,7 @@ class EvalConfig:
 
 @dataclass
 class LoggingConfig:
-    wandb_mode: str = "offline"  # offline | online | disabled
+    wandb_mode: WandbMode = WandbMode.offline
     project: str = "aac"
     run_name: Optional[str] = None
     progress: bool = True
@@ -227,24 +257,6 @@ def register_configs() -> None:
         cs.store(group="recipe", name=path.stem, node=node, package="_global_")
 
 
-# Fields whose value must be one of a fixed set; checked after composition.
-CHOICES: dict[str, tuple[str, ...]] = {
-    "model.dtype": ("float32", "bfloat16", "float16"),
-    "env.on_bad_row": ("warn", "raise"),
-    "env.sandbox.isolation": ("auto", "namespaces", "userns", "landlock", "rlimits"),
-    "critic.mode": ("privileged", "symmetric"),
-    "critic.backend": ("vllm", "hf", "openai"),
-    "rewards.schedule": ("aac", "final", "sym_info", "no_informativeness"),
-    "rewards.advantage": ("final", "episode", "turn"),
-    "rollout.engine": ("vllm", "hf", "openai"),
-    "rollout.placement": ("ray", "local"),
-    "learner.backend": ("deepspeed", "torch"),
-    "learner.dtype": ("float32", "bfloat16", "float16"),
-    "eval.mode": ("interactive", "in_context"),
-    "eval.engine": ("vllm", "hf", "openai"),
-    "eval.judge_engine": ("vllm", "hf", "openai"),
-    "logging.wandb_mode": ("offline", "online", "disabled"),
-}
 POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tokens_per_turn",
             "env.max_steps", "env.history_window", "eval.batch_size", "eval.max_calls",
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
@@ -256,13 +268,20 @@ class ConfigError(ValueError):
     """A bad key or value, reported as one line naming the key."""
 
 
+def named_error(e: BaseException) -> Optional[ConfigError]:
+    """An OmegaConf validation error anywhere in `e`'s chain, as one line naming the key (or None)."""
+    from omegaconf.errors import ValidationError
+
+    while e is not None:
+        if isinstance(e, ValidationError) and e.full_key:
+            return ConfigError(f"{e.full_key}: {str(e.msg).splitlines()[0]}")
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def validate(cfg: Any) -> None:
     from omegaconf import OmegaConf
 
-    for key, allowed in CHOICES.items():
-        value = OmegaConf.select(cfg, key)
-        if value is not None and value not in allowed:
-            raise ConfigError(f"{key}={value!r} is not one of: {', '.join(allowed)}")
     for key in POSITIVE:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
@@ -282,7 +301,10 @@ def compose(*overrides: str, config_name: str = "config") -> Any:
 
     register_configs()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(str(resource_dir("conf")), version_base=None):
-        cfg = hydra_compose(config_name, overrides=list(overrides))
+    try:
+        with initialize_config_dir(str(resource_dir("conf")), version_base=None):
+            cfg = hydra_compose(config_name, overrides=list(overrides))
+    except Exception as e:
+        raise (named_error(e) or e) from None
     validate(cfg)
     return cfg

@@ -43,4 +43,4 @@ def test_bad_eval_values_name_the_key(override, key):
 def test_bad_value_on_the_command_line_is_one_line(run_module, tmp_path):
     res = run_module("aac.eval", "engine=gpu", f"out_dir={tmp_path}", timeout=120)
     assert res.returncode != 0
-    assert res.stderr.strip().splitlines()[-1] == "aac: config error: eval.engine='gpu' is not one of: vllm, hf, openai"
+    assert res.stderr.strip().splitlines()[-1] == "aac: config error: eval.engine: Invalid value 'gpu', expected one of [vllm, hf, openai]"

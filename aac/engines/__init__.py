@@ -2,7 +2,7 @@
 endpoint, and the Ray host/proxy. They know nothing of RL or prompts; backends load lazily."""
 
 from aac.engines.base import Engine, EngineError, EngineStats, GenRequest, GenResult, Sampling
-from aac.engines.factory import ENGINES, engine_from_config, make_engine
+from aac.engines.factory import engine_from_config, make_engine
 
-__all__ = ["ENGINES", "Engine", "EngineError", "EngineStats", "GenRequest", "GenResult", "Sampling",
+__all__ = ["Engine", "EngineError", "EngineStats", "GenRequest", "GenResult", "Sampling",
            "engine_from_config", "make_engine"]

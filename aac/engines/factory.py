@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from aac.config import EngineKind
 from aac.engines.base import Engine
-
-ENGINES = ("vllm", "hf", "openai")
 
 
 def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model_len: int = 2048,
@@ -28,7 +27,7 @@ def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model
         from aac.engines.openai_engine import OpenAIEngine
 
         return OpenAIEngine(model_path, chat_template_kwargs=chat_template_kwargs, seed=seed, **backend_kwargs)
-    raise ValueError(f"unknown engine kind {kind!r}: expected one of {', '.join(ENGINES)}")
+    raise ValueError(f"unknown engine kind {kind!r}: expected one of {', '.join(EngineKind)}")
 
 
 def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overrides: Any) -> Engine:

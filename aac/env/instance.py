@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aac.config import OnBadRow
 from aac.sandbox.values import InputParseError, parse_input
 
 PAU_COLUMNS = ("test_func_validated", "description", "train_examples", "test_examples",
                "all_examples", "direct_prompt", "interactive_starting_prompt", "header")
 EXTRA_COLUMNS = ("task_id", "source")
 _LIST_COLUMNS = ("train_examples", "test_examples", "all_examples")
-ON_BAD_ROW = ("warn", "raise")
 _MAX_WARNINGS = 10  # bad rows warned one by one; the rest are counted in one last warning
 
 
@@ -252,8 +252,8 @@ def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit
     A column missing from the whole dataset is always a DatasetError naming it. `limit`: stop after
     that many good instances.
     """
-    if on_bad_row not in ON_BAD_ROW:
-        raise ValueError(f"on_bad_row={on_bad_row!r} is not one of: {', '.join(ON_BAD_ROW)}")
+    if on_bad_row not in list(OnBadRow):
+        raise ValueError(f"on_bad_row={on_bad_row!r} is not one of: {', '.join(OnBadRow)}")
     source = _open(spec, split)
     if source.columns is not None:
         missing = [c for c in PAU_COLUMNS if c not in source.columns]
