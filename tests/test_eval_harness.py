@@ -95,3 +95,14 @@ def test_in_context_mode_and_checkpoint_errors(tmp_path, endpoint):
     assert served == {(False, "served-actor"), (True, "judge-llm")}  # coder = the actor's model
     with pytest.raises(EvalError, match="no peft adapter"):
         evaluate(_cfg(*base, f"checkpoint={tmp_path}", f"out_dir={tmp_path / 'x'}"))
+
+
+def test_aac_eval_writes_under_the_hydra_run_dir(tmp_path, endpoint, run_module):
+    """`hydra.run.dir` decides where a run goes, as in `aac.train` (out_dir is only its default)."""
+    data = write_rows(tmp_path / "test.jsonl")
+    res = run_module("aac.eval", "model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}",
+                     f"data={data}", "split=test", "mode=in_context", "logging.progress=false",
+                     "env.sandbox.workers=1", f"out_dir={tmp_path / 'elsewhere'}", f"hydra.run.dir={tmp_path / 'here'}",
+                     timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (tmp_path / "here" / records.REPORT_MD).exists() and not (tmp_path / "elsewhere").exists()
