@@ -26,10 +26,11 @@ MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
 
 
 def turn_seed(seed: int, key: int, turn: int) -> int:
-    """The sampling seed of turn `turn` of episode `key` in a run seeded `seed`."""
+    """The sampling seed of turn `turn` of episode `key` in a run seeded `seed` (below 2**63, which
+    torch and vLLM generators take)."""
     if not 0 <= turn < MAX_TURNS:
         raise ValueError(f"turn {turn} outside [0, {MAX_TURNS}): raise MAX_TURNS with the step limit")
-    return (seed * 1_000_003 + key) * MAX_TURNS + turn
+    return ((seed * 1_000_003 + key) * MAX_TURNS + turn) % 2**63
 
 
 @dataclass(frozen=True)
