@@ -26,7 +26,11 @@ class SandboxConfig:
     workers: int = 2  # warm worker processes in the pool
     memory_mb: int = 512  # address-space limit per worker
     cpu_time_s: float = 30.0  # RLIMIT_CPU per call
-    max_warm: Optional[int] = None  # warm worker processes kept (LRU); None: 4 x workers
+    # warm children kept (LRU) follow SandboxPool.keep_warm(n) (live functions; 4 x workers until
+    # called); max_warm caps that number (None: no cap), warm_memory_mb the memory they hold alone
+    max_warm: Optional[int] = None
+    warm_memory_mb: int = 2048
+    preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD
     isolation: str = "auto"  # auto (strongest available) | namespaces | userns | landlock | rlimits
     max_output_chars: int = 2000  # repr cap shown to the model
     max_input_chars: int = 10000

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aac.sandbox import _protocol as proto
+import aac.sandbox._protocol as proto
 from aac.sandbox._isolate import MODES, NOBODY
 
 log = logging.getLogger(__name__)
@@ -498,6 +498,8 @@ _LOGGED: set[str] = set()
 _POOLS: weakref.WeakSet = weakref.WeakSet()
 
 
+# imported once by the zygote for every child: what HumanEval/PAU sources import (a child pays
+# for the others itself)
 DEFAULT_PRELOAD = ("typing", "collections", "itertools", "functools", "math", "re", "string", "heapq", "bisect",
                    "operator", "copy", "random", "statistics", "fractions", "decimal", "hashlib", "datetime")
 
