@@ -1,14 +1,18 @@
 """Call an untrusted `test_func` on a model's input (SPEC §3), isolated and fast.
 
-The source and the inputs are untrusted. Each source gets warm worker processes (kept per source,
-least recently used evicted) that talk JSON over pipes: no pickle, so a hostile worker can only
-send data, which is bounded and validated. Workers run with the strongest isolation the machine
-allows (`_isolate.py`: namespaces as root, user namespaces, Landlock, or rlimits only),
-cannot create processes or threads, and are killed (SIGKILL via pidfd, then their process group)
-and replaced on a timeout, a crash, a bad reply, or a state they cannot restore.
+The source and the inputs are untrusted. Each pool has one zygote, a process already inside the
+strongest isolation the machine allows (`_isolate.py`: namespaces as root, user namespaces,
+Landlock, or rlimits only) with the interpreter and its imports loaded; it forks a child per new
+source in milliseconds (its own mount, PID and IPC namespaces, private /tmp, uid nobody, rlimits;
+no processes or threads of its own). Children stay warm per source, least recently used evicted,
+as many as `keep_warm(n)` asks for (the live episodes' functions) within `max_warm` and
+`warm_memory_mb`. They talk JSON over pipes: no pickle, so a hostile child can only send data,
+which is bounded and validated; a child is killed (SIGKILL via pidfd) and replaced on a timeout, a
+crash, a bad reply, or a state it cannot restore. The zygote and the supervisors are trusted
+code and never run a source.
 
-Calls run in the warm worker itself, not in a fork per call (a fork costs ~30x a warm call): the
-source is re-executed in fresh globals per call, like the release's fresh process, and the worker
+Calls run in the warm child itself, not in a fork per call (a fork costs ~30x a warm call): the
+source is re-executed in fresh globals per call, like the release's fresh process, and the child
 restores what a hostile call may change (see `_worker.py`).
 
 Errors are results, one line each: the function's own exception (`"ValueError: ..."`),
@@ -16,6 +20,7 @@ Errors are results, one line each: the function's own exception (`"ValueError: .
 by SIGSEGV: ..."` (a crash, `os._exit`, the CPU limit) or `"OutputError: ..."` (an unprintable result).
 
     with SandboxPool(workers=2) as pool:
+        pool.keep_warm(16)  # e.g. 16 episodes in flight, each on its own function
         result = pool.call(source, "(3, 'ab')", timeout_s=10.0)
         result.ok, result.output, result.output_repr, result.normalized, result.error
 
