@@ -5,7 +5,7 @@ same machine, same run, beside the code of an earlier commit (today's baseline).
     python benchmarks/bench_sandbox.py --quick         # fewer calls
     python benchmarks/bench_sandbox.py --ref b7a4787   # the commit to compare with ("" for none)
 
-Scenarios, each for this tree and for `--ref` (a copy of its `aac/` run in a subprocess):
+Scenarios, each for this tree and for `--ref` (a copy of its `aac/`), each in a fresh subprocess:
 - warm: a trivial and a typical (PAU-style: validator, list work, tuple output) function, one
   caller, its child warm (`SandboxPool.call`), and `call_many` with all workers busy;
 - churn: 4 caller threads, every call a different function out of the built HumanEval
@@ -293,6 +293,7 @@ def ref_tree(ref: str) -> Path:
 
 
 def run_ref(tree: Path, quick: bool, extra: tuple[str, ...] = ()) -> dict[str, dict]:
+    """One round of the scenarios in a fresh process that imports `aac` from `tree`."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     args = [sys.executable, __file__, "--emit-json", *extra] + (["--quick"] if quick else [])
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800, check=True, cwd=str(tree))
@@ -327,7 +328,8 @@ def main() -> None:
         with SandboxPool(workers=2) as pool:
             print(f"isolation: {pool.isolation}")
         for r in range(args.rounds):  # interleaved, so load from elsewhere hits every method alike
-            for label, result in (("this tree", lambda: run_scenarios(args.quick, calls)),
+            # both in a fresh process each round, so neither pays for the other's heap
+            for label, result in (("this tree", lambda: run_ref(ROOT, args.quick)),
                                   (f"ref {args.ref}", lambda: run_ref(tree, args.quick) if tree else {})):
                 for key, value in result().items():
                     runs[label].setdefault(key, []).append(value)
