@@ -11,6 +11,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.sandbox._isolate import MODES as ISOLATION_MODES
+
 
 class Choice(str, Enum):
     """A value from a fixed set. Typed fields of this kind are checked by OmegaConf itself (its error
@@ -30,7 +32,7 @@ def _choice(name: str, *values: str) -> Any:
 # every set of allowed values, defined once: the modules that check a value at run time import these
 DType = _choice("DType", "float32", "bfloat16", "float16")
 OnBadRow = _choice("OnBadRow", "warn", "raise")
-Isolation = _choice("Isolation", "auto", "namespaces", "userns", "landlock", "rlimits")
+Isolation = _choice("Isolation", "auto", *ISOLATION_MODES)  # the sandbox's own list (stdlib-only)
 CriticMode = _choice("CriticMode", "privileged", "symmetric")
 EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
 Schedule = _choice("Schedule", "aac", "final", "sym_info", "no_informativeness")
@@ -56,7 +58,11 @@ class SandboxConfig:
     workers: int = 2  # warm worker processes in the pool
     memory_mb: int = 512  # address-space limit per worker
     cpu_time_s: float = 30.0  # RLIMIT_CPU per call
-    max_warm: Optional[int] = None  # warm worker processes kept (LRU); None: 4 x workers
+    # warm children kept (LRU) follow SandboxPool.keep_warm(n) (live functions; 4 x workers until
+    # called); max_warm caps that number (None: no cap), warm_memory_mb the memory they hold alone
+    max_warm: Optional[int] = None
+    warm_memory_mb: int = 2048
+    preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD
     isolation: Isolation = Isolation.auto  # auto: the strongest available
     max_output_chars: int = 2000  # repr cap shown to the model
     max_input_chars: int = 10000

@@ -15,6 +15,7 @@ PID isolation are skipped when the pool reports weaker isolation.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -180,8 +181,10 @@ def pool():
         yield p
 
 
-@pytest.fixture(scope="module")
-def ctx(pool):
+@contextlib.contextmanager
+def hostile_context(decoy_s: int = 600):
+    """What the attacks target, all owned here: a token, a world-writable scratch folder with a
+    sentinel, loopback listeners, a decoy process (also used by benchmarks/soak_sandbox.py)."""
     token = uuid.uuid4().hex
     scratch = Path(tempfile.mkdtemp(prefix="aac-hostile-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
     scratch.chmod(0o777)  # world-writable: only the sandbox may stop the writes
@@ -195,17 +198,25 @@ def ctx(pool):
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
     udp.setblocking(False)
-    decoy = subprocess.Popen(["sleep", "600"])
+    decoy = subprocess.Popen(["sleep", str(decoy_s)])
     info = {"token": token, "open_dir": str(scratch), "sentinel": str(sentinel), "home": str(Path.home()),
             "port": tcp.getsockname()[1], "udp_port": udp.getsockname()[1], "decoy": decoy.pid}
-    yield {**info, "_tcp": tcp, "_udp": udp, "_decoy": decoy, "_scratch": scratch}
-    decoy.kill()
-    decoy.wait()
-    tcp.close()
-    udp.close()
-    shutil.rmtree(scratch, ignore_errors=True)
-    for leftover in _token_files(token):  # never expected; keep the machine clean if it happens
-        Path(leftover).unlink(missing_ok=True)
+    try:
+        yield {**info, "_tcp": tcp, "_udp": udp, "_decoy": decoy, "_scratch": scratch}
+    finally:
+        decoy.kill()
+        decoy.wait()
+        tcp.close()
+        udp.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        for leftover in _token_files(token):  # never expected; keep the machine clean if it happens
+            Path(leftover).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def ctx(pool):
+    with hostile_context() as context:
+        yield context
 
 
 def _token_files(token: str) -> list[str]:

@@ -143,6 +143,74 @@ def test_warm_workers_are_reused_per_source_and_evicted_lru():
     assert not any(_alive(pid) for pid in pids)  # close() killed and reaped them
 
 
+def _sources(n: int) -> list[str]:
+    return [f"def test_func():\n    return {i}\n" for i in range(n)]
+
+
+def test_keep_warm_follows_the_live_functions_and_max_warm_caps_it():
+    sources = _sources(6)
+    with SandboxPool(workers=1) as p:
+        p.keep_warm(6)
+        for _ in range(2):
+            assert [p.call(s, "()").output for s in sources] == list(range(6))
+        assert (p.stats["spawned"], p.stats["evicted"], p.stats["live"]) == (6, 0, 6)
+        p.keep_warm(2)  # fewer live episodes: idle children go at once
+        assert p.warm_limit == 2 and p.stats["live"] == 2
+        with pytest.raises(ValueError, match="keep_warm"):
+            p.keep_warm(-1)
+    with SandboxPool(workers=1, max_warm=3) as p:
+        p.keep_warm(6)
+        assert p.warm_limit == 3
+        for _ in range(2):
+            assert [p.call(s, "()").output for s in sources] == list(range(6))
+        assert p.stats["live"] <= 3 and p.stats["spawned"] == 12  # LRU order over 6 > 3: every call misses
+
+
+def test_warm_children_are_bounded_by_their_memory():
+    with SandboxPool(workers=1) as p:
+        p.keep_warm(4)
+        for s in _sources(4):
+            p.call(s, "()")
+        assert p.stats["live"] == 4 and 0.2 < p.stats["warm_mb"] / 4 < 64  # each child's own pages counted
+    with SandboxPool(workers=1, warm_memory_mb=1) as p:  # below one child's own memory
+        p.keep_warm(4)
+        for s in _sources(4) * 2:
+            p.call(s, "()")
+        assert p.stats["live"] == 0 and p.stats["spawned"] == 8
+
+
+def _parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(") ", 1)[1].split()[1])
+
+
+def test_new_functions_are_forks_of_one_zygote():
+    with SandboxPool(workers=1, max_warm=1) as p:
+        p.isolation  # noqa: B018 - starts the zygote
+        zygote_pid = p.live_pids()[1]
+        for i, s in enumerate(_sources(10)):
+            assert p.call(s, "()").output == i
+            supervisor, child = p.live_pids()[2:]
+            assert _parent_pid(supervisor) == zygote_pid and _parent_pid(child) == supervisor
+        assert p.stats["zygotes"] == 1 and p.stats["spawned"] == 10  # the first got the first source
+
+
+def test_children_of_one_zygote_cannot_touch_each_other():
+    with SandboxPool(workers=2, memory_mb=256) as p:
+        if p.isolation not in ("namespaces", "userns"):
+            pytest.skip("siblings share a PID namespace and /tmp without namespaces")
+        writer = "def test_func():\n    open('/tmp/mine', 'w').write('x')\n    return 1\n"
+        reader = "import os\ndef test_func():\n    return os.path.exists('/tmp/mine')\n"
+        killer = ("import os, signal\ndef test_func():\n    for target in (-1, 0):  # everyone it may signal; its group\n"
+                  "        try:\n            os.kill(target, signal.SIGKILL)\n        except OSError:\n            pass\n"
+                  "    return 'survived'\n")
+        assert p.call(writer, "()").output == 1 and p.call(reader, "()").output is False
+        spawned = p.stats["spawned"]
+        assert p.call(killer, "()").output == "survived"  # PID 1 of its namespace, alone in its group
+        assert p.call(writer, "()").output == 1 and p.call(reader, "()").output is False
+        assert p.stats["spawned"] == spawned + 1 and p.stats["crashes"] == 0  # the killer's child only
+
+
 def test_a_worker_that_died_while_idle_is_replaced_silently():
     with SandboxPool(workers=1) as p:
         assert p.call(ADD, "(1, 'a')").ok
@@ -184,8 +252,9 @@ def test_run_function_uses_a_shared_pool():
 def test_from_config_reads_sandbox_config():
     from aac.config import SandboxConfig
 
-    with SandboxPool.from_config(SandboxConfig(workers=1, memory_mb=128, max_output_chars=10)) as p:
-        assert p.workers == 1
+    with SandboxPool.from_config(SandboxConfig(workers=1, memory_mb=128, max_output_chars=10, warm_memory_mb=99,
+                                               preload=["json"])) as p:
+        assert p.workers == 1 and p.warm_memory_mb == 99 and p._opts.preload == ("json",)
         assert p.call("def test_func():\n    return 'y' * 100\n", "()").output_repr == "'yyyyyy..."
 
 

@@ -161,6 +161,7 @@ def evaluate(cfg: Any) -> dict:
     engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)
     try:
         with SandboxPool.from_config(cfg.env.sandbox) as pool:
+            pool.keep_warm(e.batch_size)  # one function per live episode
             play(cfg, instances, run_dir, engines, adapter, pool)
             if e.score:
                 score(cfg, instances, run_dir, engines, pool)

@@ -107,6 +107,7 @@ class RolloutWorker:
 
         `sampling` and `protocol` replace the training ones (held-out evaluation plays the eval setting)."""
         r = self.rollout
+        self.pool.keep_warm(len({s.instance.code for s in specs}))  # every live function stays warm
         caller = _TimedCaller(self.pool, self.spread_list)
         sampling = sampling or SamplingSpec(r.temperature, r.top_p, r.max_tokens_per_turn, logprobs=True)
         driver = EpisodeDriver(self.engine, protocol or self.protocol, caller, sampling, adapter=adapter,

@@ -1,4 +1,4 @@
-"""Running untrusted code: isolation, warm workers, input parsing and the one output normalisation.
+"""Running untrusted code: isolation, a zygote forking warm children, input parsing and the one output normalisation.
 
 Knows nothing of models or rewards. `_worker.py`, `_protocol.py`, `_isolate.py` and `values.py` are
 stdlib-only: the untrusted worker loads them by path, without the `aac` package."""

@@ -1,8 +1,9 @@
 """OS isolation of a sandbox worker (Linux, standard library + ctypes).
 
-Modes, strongest first (the pool takes the first that works, see `sandbox.py`):
-- `namespaces` (root): new mount, network, PID, IPC and UTS namespaces; a private tmpfs on /tmp,
-  a fresh /proc, every other mount read-only; then the worker drops to uid/gid 65534. Folders
+Modes, strongest first (the pool takes the first that works, see `pool.py`):
+- `namespaces` (root): the zygote gets new mount, network, PID, IPC and UTS namespaces, every
+  mount read-only; each child then gets its own mount, PID and IPC namespaces inside those, a
+  private tmpfs on /tmp and a fresh /proc, and drops to uid/gid 65534. Folders
   that uid cannot enter on the way to the interpreter's import path (pyenv under a 0700 /root)
   are covered by a tmpfs holding only those entries, so imports work and the rest stays hidden.
 - `userns` (unprivileged user namespaces): the same namespaces inside a user namespace, then all
@@ -13,7 +14,9 @@ Modes, strongest first (the pool takes the first that works, see `sandbox.py`):
 Every mode sets rlimits (address space, CPU, file size, open files, no core, no new processes),
 no-new-privs and non-dumpable, and drops to uid 65534 when started as root.
 
-`enter(mode)` runs in the supervisor before it forks the worker; `setup_worker(...)` in the worker.
+`enter(mode)` runs in the zygote's supervisor before it forks the zygote; `setup_zygote(...)` in
+the zygote; `enter_child(mode)` in a child's supervisor before it forks the child; `setup_child(...)`
+in the child.
 """
 
 from __future__ import annotations
@@ -174,25 +177,18 @@ def _expose(paths: list[str], uid: int) -> list[str]:
     return [p for p in paths if _closed_ancestor(p, uid) is not None]
 
 
-def _private_root(tmp_mb: int, expose: list[str], uid: int) -> dict:
-    """Private /tmp and /proc, `expose` reachable for `uid`, every other mount read-only
-    (runs inside the new namespaces, before the uid drop)."""
+def _pool_root(expose: list[str], uid: int) -> dict:
+    """The zygote's view, shared by all its children: a private /tmp and /proc, `expose`
+    reachable for `uid`, every other mount read-only (inside the new namespaces, as root)."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     # import paths under /tmp (a checkout or venv there) would vanish under the private tmpfs:
     # hold them by fd, then bind them back at the same place inside it (read-only below)
-    under_tmp: list[str] = []
-    for path in sorted(p for p in expose if p.startswith("/tmp/") and os.path.isdir(p)):
-        if not any(path.startswith(root + "/") for root in under_tmp):
-            under_tmp.append(path)
-    held = [(path, os.open(path, os.O_PATH)) for path in under_tmp]
-    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_mb}m,mode=1777")
-    for path, fd in held:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
-        os.close(fd)
-    details: dict = {"tmp": f"tmpfs {tmp_mb} MiB"}
-    if under_tmp:
-        details["tmp_binds"] = under_tmp
+    held = [(path, os.open(path, os.O_PATH)) for path in tmp_import_roots(expose)]
+    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
+    _bind_back(held)
+    details: dict = {}
+    if held:
+        details["tmp_binds"] = [path for path, _ in held]
     try:
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
         details["proc"] = "private"
@@ -222,6 +218,38 @@ def _private_root(tmp_mb: int, expose: list[str], uid: int) -> dict:
     if "/" in writable:
         raise IsolationError(1, "could not make / read-only")
     details["writable_hidden_mounts"] = len(writable)
+    return details
+
+
+def tmp_import_roots(paths: list[str]) -> list[str]:
+    """The outermost folders of `paths` under /tmp (they need binding back into a private /tmp)."""
+    roots: list[str] = []
+    for path in sorted(p for p in paths if p.startswith("/tmp/") and os.path.isdir(p)):
+        if not any(path.startswith(root + "/") for root in roots):
+            roots.append(path)
+    return roots
+
+
+def _bind_back(held: list[tuple[str, int]]) -> None:
+    for path, fd in held:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        os.close(fd)
+
+
+def _child_root(tmp_mb: int, tmp_roots: list[str]) -> dict:
+    """A child's own /tmp (a fresh tmpfs, the import paths under /tmp bound back read-only) and
+    /proc (its PID namespace only), in the mount namespace its supervisor made; before the uid drop."""
+    held = [(path, os.open(path, os.O_PATH)) for path in tmp_roots]  # the zygote's read-only binds
+    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_mb}m,mode=1777")
+    _bind_back(held)
+    for path in tmp_roots:
+        _mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    details = {"tmp": f"tmpfs {tmp_mb} MiB"}
+    try:
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    except IsolationError:
+        details["proc"] = "zygote's"
     return details
 
 
@@ -292,31 +320,48 @@ def cpu_lifetime_s(cpu_s: float) -> int:
     return max(600, int(100 * cpu_s))
 
 
-def setup_worker(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: int,
-                 fsize_mb: int, nofile: int, import_paths: list[str]) -> dict:
-    """Isolate the calling (worker) process; returns details for the report. After this the
-    process cannot create processes or threads. `tmp_dir` is its private writable directory
-    (ignored for namespace modes, which use /tmp/work in a fresh tmpfs); `import_paths` must stay
-    readable (namespace modes make them so where they can)."""
-    was_root = os.geteuid() == 0
+def setup_zygote(mode: str, import_paths: list[str]) -> dict:
+    """Prepare the zygote's mount namespace (namespace modes; it stays privileged to set up each
+    child); returns details for the report. `import_paths` must stay readable for the children."""
     details: dict = {"mode": mode}
     if mode in ("namespaces", "userns"):
-        details.update(_private_root(tmp_mb, import_paths, NOBODY if mode == "namespaces" else os.geteuid()))
+        details.update(_pool_root(import_paths, NOBODY if mode == "namespaces" else os.geteuid()))
+        details["network"] = "none (empty namespace)"
+        details["pids"] = "private namespace per child"
+    elif os.geteuid() == 0:
+        unreachable = [p for p in import_paths if _closed_ancestor(p, NOBODY) is not None]
+        if unreachable:
+            details["unreadable_import_paths"] = unreachable
+    return details
+
+
+def enter_child(mode: str) -> None:
+    """In a child's supervisor: fresh mount, PID and IPC namespaces for the child forked next
+    (namespace modes), so children of one zygote cannot see, signal or share files with each other."""
+    if mode in ("namespaces", "userns"):
+        _check(_libc.unshare(ctypes.c_int(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC)), "unshare")
+
+
+def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: int, fsize_mb: int, nofile: int,
+                tmp_roots: list[str]) -> dict:
+    """Isolate the calling (child) process; returns details for the report. After this the
+    process cannot create processes or threads. `tmp_dir` is its private writable directory
+    (ignored for namespace modes, which use /tmp/work in a fresh tmpfs); `tmp_roots` are the
+    import folders under /tmp to keep visible (`tmp_import_roots`)."""
+    was_root = os.geteuid() == 0
+    details: dict = {}
+    if mode in ("namespaces", "userns"):
+        details.update(_child_root(tmp_mb, tmp_roots))
         tmp_dir = "/tmp/work"  # a subfolder: bind points of import paths under /tmp stay out of sight
         os.mkdir(tmp_dir)
         os.chmod(tmp_dir, 0o1777)
-        details["network"] = "none (empty namespace)"
-        details["pids"] = "private namespace"
+    os.setsid()  # its own process group: kill(0, ...) reaches no sibling child
     os.chdir(tmp_dir)
     details["cwd"] = tmp_dir
     if mode == "userns":
         _drop_capabilities()
         details["capabilities"] = "none"
     elif was_root:
-        if mode != "namespaces":
-            unreachable = [p for p in import_paths if _closed_ancestor(p, NOBODY) is not None]
-            if unreachable:
-                details["unreadable_import_paths"] = unreachable
         _drop_to_nobody()
         details["uid"] = NOBODY
     if mode == "landlock":

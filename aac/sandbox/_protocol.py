@@ -1,6 +1,8 @@
 """Wire format between the sandbox parent and its workers (standard library only).
 
-Frames are a 4-byte big-endian length and UTF-8 JSON, both ways. Never pickle: the worker runs
+Frames are a 4-byte big-endian length and UTF-8 JSON, both ways, on the call pipes. Between the
+parent and the (trusted) zygote and child supervisors, messages are one JSON object per datagram
+of a SOCK_SEQPACKET socket, with file descriptors passed alongside (SCM_RIGHTS). Never pickle: the worker runs
 untrusted code, so everything it sends is parsed as data, bounded in size, and validated.
 Output values travel as *tagged* JSON (`encode_plain`/`decode_plain`) so tuples, sets, bytes and
 complex numbers come back as themselves without the parent parsing Python source.
@@ -8,10 +10,12 @@ complex numbers come back as themselves without the parent parsing Python source
 
 from __future__ import annotations
 
+import array
 import json
 import math
 import os
 import select
+import socket
 import struct
 import time
 from typing import Any
@@ -139,6 +143,48 @@ def write_frame(fd: int, data: bytes, deadline: float) -> None:
                 poller = select.poll()
                 poller.register(fd, select.POLLOUT | select.POLLERR)
             poller.poll(max(1, math.ceil(left * 1000)))
+
+
+# ---------------------------------------------------------------- control sockets
+
+MAX_MESSAGE = 1 << 16
+
+
+def send_message(fd: int, message: dict, fds: list[int] = ()) -> None:
+    """One message (and `fds`) on the SOCK_SEQPACKET socket `fd` (blocking)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        sock.sendmsg([_ENCODER.encode(message).encode("utf-8", "surrogatepass")], ancillary)
+    finally:
+        sock.detach()
+
+
+def recv_message(fd: int, max_fds: int = 4, deadline: float | None = None) -> tuple[dict | None, list[int]]:
+    """The next message on `fd` and the fds that came with it (close-on-exec); None at end of
+    file. With a deadline, FrameTimeout when nothing came by then."""
+    if deadline is not None:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while not poller.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))):
+            if time.monotonic() >= deadline:
+                raise FrameTimeout
+    sock = socket.socket(fileno=fd)
+    try:
+        data, ancillary, flags, _ = sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(max_fds * 4), socket.MSG_CMSG_CLOEXEC)
+    finally:
+        sock.detach()
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
+    if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC):
+        for received in fds:
+            os.close(received)
+        raise ProtocolError("message or its file descriptors truncated")
+    if not data:
+        return None, fds
+    return decode_body(data), fds
 
 
 # ---------------------------------------------------------------- plain values

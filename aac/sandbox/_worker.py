@@ -1,10 +1,16 @@
-"""Sandbox worker process: run as a script by `aac.sandbox.pool` (standard library only).
+"""Sandbox processes: run as a script by `aac.sandbox.pool` (standard library only).
 
-Process tree per worker: the parent starts this script, the *supervisor*; it enters the isolation
-namespaces and forks the *worker*, which isolates itself further (`_isolate.setup_worker`)
-and then serves calls to one function source over two pipes until end of file. The supervisor
-only waits: it exits with the worker's status (128 + signal, or the exit code) and kills the
-worker as soon as the parent goes away (its lifeline pipe closes).
+Process tree per pool: the parent starts this script, the *zygote's supervisor*; it enters the
+isolation namespaces and forks the *zygote* (PID 1 there), which sets up the shared read-only view
+(`_isolate.setup_zygote`), preloads the interpreter's imports and then, per request on its control
+socket, forks a *child supervisor*. That one enters the child's own mount, PID and IPC namespaces
+and forks the *child* (the worker), which isolates itself the rest of the way
+(`_isolate.setup_child`: private /tmp and /proc, uid nobody, rlimits) and serves calls to one
+function source over two pipes until end of file: a fork of a warm process costs about a
+millisecond where a new interpreter costs 0.1 s. Supervisors only wait: the child's supervisor
+reports its exit status (128 + signal, or the exit code) and kills it as soon as the parent closes
+its control socket; the zygote's kills the zygote (and with it every process of the pool) when the
+parent's lifeline pipe closes.
 
 Each call runs the source in fresh globals (like the release's fresh process per call, so
 mutable module state does not leak between calls), then restores the process state a hostile
@@ -17,6 +23,7 @@ from __future__ import annotations
 import _signal
 import _thread
 import builtins
+import gc
 import importlib.util
 import json
 import math
@@ -24,6 +31,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import sys
 import time
 
@@ -193,6 +201,7 @@ class _Server:
         elif time.process_time() > self.cpu_hard / 2:
             retire = "cpu"
         resp["retire"] = retire
+        resp["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB; the pool's memory bound
         frame = proto.encode_frame(resp)
         if len(frame) > MAX_NORMALIZED_BYTES and "norm" in resp:
             resp["norm"] = values.digest(resp["norm"])
@@ -205,15 +214,20 @@ def _cpu_exceeded(signum: int, frame: object) -> None:
     os._exit(128 + signal.SIGXCPU)
 
 
-def _worker_main(cfg: dict, req_fd: int, resp_fd: int) -> None:
+def _close_all_but(keep: set[int]) -> None:
+    """Close every fd >= 3 except `keep` (a forked process holds only what it needs)."""
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 2**31 - 1)
+
+
+def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: list[str]) -> None:
     try:
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)  # floods of output go nowhere and never block
-        os.close(devnull)
-        import_paths = cfg["sys_path"] + [_HERE]  # checked by the parent, which can see them all
-        details = isolate.setup_worker(cfg["mode"], cfg["tmp_dir"], cfg["memory_mb"], cfg["cpu_s"],
-                                       cfg["tmp_mb"], cfg["fsize_mb"], cfg["nofile"], import_paths)
+        details = isolate.setup_child(cfg["mode"], tmp_dir, cfg["memory_mb"], cfg["cpu_s"], cfg["tmp_mb"],
+                                      cfg["fsize_mb"], cfg["nofile"], tmp_roots)
         server = _Server(req_fd, resp_fd, cfg["cpu_s"])
     except BaseException as exc:  # noqa: B036
         proto.write_all(resp_fd, proto.encode_frame({"op": "fatal", "error": format_exception(exc)}))
@@ -222,13 +236,107 @@ def _worker_main(cfg: dict, req_fd: int, resp_fd: int) -> None:
     server.serve()
 
 
-def _supervise(pid: int, life_fd: int) -> int:
-    """Wait for the worker; kill it if the parent goes away. Returns the exit code to report:
-    the worker's, or 128 + the signal that killed it."""
+def _child_supervisor(cfg: dict, msg: dict, ctl: int, req_fd: int, resp_fd: int, tmp_roots: list[str]) -> int:
+    """In a fork of the zygote: enter the child's own namespaces, fork the child, hand its pidfd to
+    the parent, then wait (`_supervise`) and report how it ended on `ctl`."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote ignores it; this process waits
+    _close_all_but({ctl, req_fd, resp_fd})
     try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = -1
+        isolate.enter_child(cfg["mode"])
+        pid = os.fork()
+    except BaseException as exc:  # noqa: B036
+        proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
+        return 2
+    if pid == 0:
+        try:
+            os.close(ctl)
+            _child_main(cfg, msg.get("tmp") or "/", req_fd, resp_fd, tmp_roots)
+        except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
+            os._exit(70)
+        os._exit(0)
+    os.close(req_fd)
+    os.close(resp_fd)
+    pidfd = os.pidfd_open(pid)  # valid until this process reaps the child, whatever it does first
+    try:
+        proto.send_message(ctl, {"op": "spawned"}, [pidfd])
+    except OSError:
+        pass  # the parent closed its end already: `_supervise` kills the child
+    code = _supervise(pid, ctl, pidfd)
+    try:
+        proto.send_message(ctl, {"op": "exit", "code": code})
+    except OSError:
+        pass  # the parent closed its end: it asked for the kill
+    return 0
+
+
+def _fork_child(cfg: dict, ctl: int, msg: dict, tmp_roots: list[str]) -> None:
+    """Serve one fork request: a child supervisor with fresh pipes; their parent-side ends, the
+    supervisor's control socket and its pidfd go to the parent."""
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    theirs, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours_fd, theirs_fd = ours.detach(), theirs.detach()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        for fd in (req_r, req_w, resp_r, resp_w, ours_fd, theirs_fd):
+            os.close(fd)
+        proto.send_message(ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
+        return
+    if pid == 0:
+        code = 70
+        try:
+            code = _child_supervisor(cfg, msg, ours_fd, req_r, resp_w, tmp_roots)
+        finally:
+            os._exit(code)
+    pidfd = os.pidfd_open(pid)
+    try:
+        proto.send_message(ctl, {"op": "forked", "id": msg["id"]}, [req_w, resp_r, theirs_fd, pidfd])
+    finally:
+        for fd in (req_r, req_w, resp_r, resp_w, ours_fd, theirs_fd, pidfd):
+            os.close(fd)
+
+
+def _zygote_main(cfg: dict, ctl: int) -> None:
+    """PID 1 of the pool's namespaces: set up the shared view, preload imports, then fork a
+    child per request until the parent closes the control socket."""
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)  # floods of output go nowhere and never block
+        os.close(devnull)
+        import_paths = cfg["sys_path"] + [_HERE]  # checked by the parent, which can see them all
+        details = isolate.setup_zygote(cfg["mode"], import_paths)
+        tmp_roots = isolate.tmp_import_roots(import_paths) if cfg["mode"] in ("namespaces", "userns") else []
+        for name in cfg["preload"]:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a missing optional module only costs its import later
+                details.setdefault("preload_failed", []).append(name)
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # exited child supervisors are reaped at once
+        gc.freeze()  # the collector leaves what the children inherit alone: fewer copy-on-write faults
+    except BaseException as exc:  # noqa: B036
+        proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
+        os._exit(3)
+    proto.send_message(ctl, {"op": "hello", "details": details})
+    while True:
+        msg, fds = proto.recv_message(ctl)
+        for fd in fds:
+            os.close(fd)
+        if msg is None:
+            os._exit(0)
+        if msg.get("op") == "fork":
+            _fork_child(cfg, ctl, msg, tmp_roots)
+
+
+def _supervise(pid: int, life_fd: int, pidfd: int = -1) -> int:
+    """Wait for the process `pid`; kill it if the parent goes away (`life_fd` ends or closes).
+    Returns the exit code to report: its own, or 128 + the signal that killed it."""
+    if pidfd < 0:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = -1
     poller = select.poll()
     poller.register(life_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     if pidfd >= 0:
@@ -251,6 +359,7 @@ def _supervise(pid: int, life_fd: int) -> int:
 
 
 def main() -> None:
+    """The zygote's supervisor: enter the namespaces, fork the zygote (their PID 1), wait."""
     cfg = json.loads(sys.argv[1])
     sys.argv[:] = [""]  # as under `python -c`; user code has no business with the configuration
     # started with -S (faster); import the parent's paths, not this script's folder
@@ -258,30 +367,29 @@ def main() -> None:
     import site
 
     site.setquit()  # exit() and quit(), which -S leaves out
-    life_fd, req_fd, resp_fd = cfg["life_fd"], cfg["req_fd"], cfg["resp_fd"]
+    life_fd, ctl = cfg["life_fd"], cfg["ctl_fd"]
     try:
         isolate.enter(cfg["mode"])
         go_r, go_w = os.pipe()
         pid = os.fork()
     except BaseException as exc:  # noqa: B036
-        proto.write_all(resp_fd, proto.encode_frame({"op": "fatal", "error": format_exception(exc)}))
+        proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
         os._exit(2)
     if pid == 0:
         try:
             os.close(go_w)
             os.close(life_fd)
-            os.read(go_r, 1)  # the parent must learn this pid before the worker can say anything
+            os.read(go_r, 1)  # the parent must learn this pid before the zygote can say anything
             os.close(go_r)
-            _worker_main(cfg, req_fd, resp_fd)
-        except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
+            _zygote_main(cfg, ctl)
+        except BaseException:  # noqa: B036
             os._exit(70)
         os._exit(0)
     os.close(go_r)
-    proto.write_all(resp_fd, proto.encode_frame({"op": "spawned", "pid": pid}))
+    proto.send_message(ctl, {"op": "spawned", "pid": pid})
     os.write(go_w, b"g")
     os.close(go_w)
-    os.close(req_fd)
-    os.close(resp_fd)
+    os.close(ctl)
     os._exit(_supervise(pid, life_fd))
 
 

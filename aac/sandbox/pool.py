@@ -1,14 +1,18 @@
 """Call an untrusted `test_func` on a model's input (SPEC §3), isolated and fast.
 
-The source and the inputs are untrusted. Each source gets warm worker processes (kept per source,
-least recently used evicted) that talk JSON over pipes: no pickle, so a hostile worker can only
-send data, which is bounded and validated. Workers run with the strongest isolation the machine
-allows (`_isolate.py`: namespaces as root, user namespaces, Landlock, or rlimits only),
-cannot create processes or threads, and are killed (SIGKILL via pidfd, then their process group)
-and replaced on a timeout, a crash, a bad reply, or a state they cannot restore.
+The source and the inputs are untrusted. Each pool has one zygote, a process already inside the
+strongest isolation the machine allows (`_isolate.py`: namespaces as root, user namespaces,
+Landlock, or rlimits only) with the interpreter and its imports loaded; it forks a child per new
+source in milliseconds (its own mount, PID and IPC namespaces, private /tmp, uid nobody, rlimits;
+no processes or threads of its own). Children stay warm per source, least recently used evicted,
+as many as `keep_warm(n)` asks for (the live episodes' functions) within `max_warm` and
+`warm_memory_mb`. They talk JSON over pipes: no pickle, so a hostile child can only send data,
+which is bounded and validated; a child is killed (SIGKILL via pidfd) and replaced on a timeout, a
+crash, a bad reply, or a state it cannot restore. The zygote and the supervisors are trusted
+code and never run a source.
 
-Calls run in the warm worker itself, not in a fork per call (a fork costs ~30x a warm call): the
-source is re-executed in fresh globals per call, like the release's fresh process, and the worker
+Calls run in the warm child itself, not in a fork per call (a fork costs ~30x a warm call): the
+source is re-executed in fresh globals per call, like the release's fresh process, and the child
 restores what a hostile call may change (see `_worker.py`).
 
 Errors are results, one line each: the function's own exception (`"ValueError: ..."`),
@@ -16,6 +20,7 @@ Errors are results, one line each: the function's own exception (`"ValueError: .
 by SIGSEGV: ..."` (a crash, `os._exit`, the CPU limit) or `"OutputError: ..."` (an unprintable result).
 
     with SandboxPool(workers=2) as pool:
+        pool.keep_warm(16)  # e.g. 16 episodes in flight, each on its own function
         result = pool.call(source, "(3, 'ab')", timeout_s=10.0)
         result.ok, result.output, result.output_repr, result.normalized, result.error
 
@@ -28,9 +33,12 @@ import atexit
 import fcntl
 import json
 import logging
+import math
 import os
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -84,17 +92,52 @@ class _SpawnError(Exception):
     pass
 
 
+def _above_stdio(fd: int) -> int:
+    """`fd`, moved to a number >= 3 if needed (never a stdio number in a child), close-on-exec."""
+    if fd < 3:
+        new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        os.close(fd)
+        return new
+    return fd
+
+
 def _pipe() -> tuple[int, int]:
-    """A close-on-exec pipe whose ends are >= 3 (never a stdio number in the child)."""
     r, w = os.pipe()
-    fds = []
-    for fd in (r, w):
-        if fd < 3:
-            new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-            os.close(fd)
-            fd = new
-        fds.append(fd)
-    return fds[0], fds[1]
+    return _above_stdio(r), _above_stdio(w)
+
+
+def _socketpair() -> tuple[int, int]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    return _above_stdio(ours.detach()), _above_stdio(theirs.detach())
+
+
+def _pidfd_pid(pidfd: int) -> int:
+    """The pid (in this process's namespace) a pidfd refers to; 0 when it has exited."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as fh:
+            for line in fh:
+                if line.startswith("Pid:"):
+                    return max(int(line.split()[1]), 0)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _signal_pidfd(pidfd: int) -> None:
+    if pidfd >= 0:
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _describe_exit(code: int | None) -> str:
@@ -112,6 +155,15 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+def _private_kib(pid: int) -> int | None:
+    """Memory only this process holds (private pages, KiB): what killing it frees."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return sum(int(line.split()[1]) for line in fh if line.startswith(("Private_Clean:", "Private_Dirty:")))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 @dataclass(frozen=True)
 class _Options:
     memory_mb: int
@@ -123,27 +175,27 @@ class _Options:
     fsize_mb: int
     nofile: int
     spawn_timeout_s: float
+    preload: tuple[str, ...]
 
 
-class _Worker:
-    """One warm worker process pair (supervisor + worker), bound to one source once loaded."""
+_NAMESPACED = ("namespaces", "userns")
+
+
+class _Zygote:
+    """The pool's fork server: the zygote's supervisor (started here), the zygote (already
+    inside the isolation, imports loaded) and the control socket that asks it for children."""
 
     def __init__(self, opts: _Options, mode: str, owner: str):
-        self.opts = opts
-        self.owner = owner
-        self.mode = mode
-        self.source: str | None = None
-        self.pid = 0
-        self.pidfd = -1
+        self.opts, self.mode, self.owner = opts, mode, owner
         self.details: dict = {}
         self.closed = False
-        self.seq = 0
-        self.tmp_dir: str | None = None
         self.proc: subprocess.Popen | None = None
-        self.req_w = self.resp_r = self.life_w = -1
+        self.pid, self.pidfd, self.ctl, self.life_w = 0, -1, -1, -1
+        self.lock = threading.Lock()  # one fork request and its reply at a time
+        self.seq = 0
         try:
             self._start()
-        except OSError as exc:  # no pipes, fds or memory for a process right now
+        except (OSError, proto.ProtocolError) as exc:
             self.kill()
             raise _SpawnError(str(exc)) from None
         except BaseException:
@@ -152,18 +204,12 @@ class _Worker:
 
     def _start(self) -> None:
         opts = self.opts
-        namespaced = self.mode in ("namespaces", "userns")
-        if not namespaced:
-            self.tmp_dir = tempfile.mkdtemp(prefix="aac-sandbox-")
-            if os.geteuid() == 0:
-                os.chown(self.tmp_dir, NOBODY, NOBODY)
-        home = "/tmp" if namespaced else self.tmp_dir
+        home = "/tmp" if self.mode in _NAMESPACED else tempfile.gettempdir()
         life_r, self.life_w = _pipe()
-        req_r, self.req_w = _pipe()
-        self.resp_r, resp_w = _pipe()
-        cfg = {"owner": self.owner, "mode": self.mode, "life_fd": life_r, "req_fd": req_r, "resp_fd": resp_w, "tmp_dir": home,
+        self.ctl, theirs = _socketpair()
+        cfg = {"owner": self.owner, "mode": self.mode, "life_fd": life_r, "ctl_fd": theirs,
                "memory_mb": opts.memory_mb, "cpu_s": opts.cpu_time_s, "tmp_mb": opts.tmp_mb,
-               "fsize_mb": opts.fsize_mb, "nofile": opts.nofile,
+               "fsize_mb": opts.fsize_mb, "nofile": opts.nofile, "preload": list(opts.preload),
                "sys_path": [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
@@ -171,30 +217,23 @@ class _Worker:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-S", "-B", _WORKER_SCRIPT, json.dumps(cfg)],
-                pass_fds=(life_r, req_r, resp_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                pass_fds=(life_r, theirs), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, start_new_session=True, env=env, cwd="/")
         finally:
-            for fd in (life_r, req_r, resp_w):
-                os.close(fd)
-        os.set_blocking(self.req_w, False)
-        self.reader = proto.FrameReader(self.resp_r)
+            _close(life_r, theirs)
         deadline = time.monotonic() + opts.spawn_timeout_s
         while True:
             try:
-                msg = self.reader.read(deadline)
+                msg, fds = proto.recv_message(self.ctl, 0, deadline)
             except proto.FrameTimeout:
                 raise _SpawnError(f"no answer within {opts.spawn_timeout_s} s") from None
-            except proto.ProtocolError as exc:
-                raise _SpawnError(str(exc)) from None
+            _close(*fds)
             if msg is None:
-                raise _SpawnError(f"worker {_describe_exit(self._exit_code())} while starting")
+                raise _SpawnError(f"zygote {_describe_exit(self._exit_code())} while starting")
             op = msg.get("op")
             if op == "spawned" and type(msg.get("pid")) is int and msg["pid"] > 0 and not self.pid:
                 self.pid = msg["pid"]
-                try:
-                    self.pidfd = os.pidfd_open(self.pid)
-                except (AttributeError, OSError):
-                    self.pidfd = -1
+                self.pidfd = os.pidfd_open(self.pid)
             elif op == "fatal":
                 raise _SpawnError(str(msg.get("error"))[:500])
             elif op == "hello" and self.pid:
@@ -203,19 +242,144 @@ class _Worker:
             else:
                 raise _SpawnError(f"unexpected message {str(msg)[:200]}")
 
-    def load(self, source: str) -> None:
-        self.source = source
-        proto.write_frame(self.req_w, proto.encode_frame({"op": "load", "source": source}),
-                          time.monotonic() + self.opts.spawn_timeout_s)
-
     def _exit_code(self, wait_s: float = 1.0) -> int | None:
         try:
             return self.proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             return None
 
+    def fork(self, tmp_dir: str | None, deadline: float) -> list[int]:
+        """A new child supervisor: [request pipe, response pipe, its control socket, its pidfd]."""
+        with self.lock:
+            if self.closed:
+                raise _SpawnError("the zygote is gone")
+            self.seq += 1
+            try:
+                proto.send_message(self.ctl, {"op": "fork", "id": self.seq, "tmp": tmp_dir})
+                msg, fds = proto.recv_message(self.ctl, 4, deadline)
+            except (OSError, proto.FrameTimeout, proto.ProtocolError) as exc:
+                self.kill()  # a reply may still come: the next request would read it
+                raise _SpawnError(f"the zygote did not answer ({type(exc).__name__}: {exc})") from None
+        if msg is not None and msg.get("op") == "forked" and msg.get("id") == self.seq and len(fds) == 4:
+            return fds
+        _close(*fds)
+        if msg is None:
+            self.kill()
+            raise _SpawnError("the zygote exited")
+        raise _SpawnError(str(msg.get("error") or f"unexpected message {str(msg)[:200]}")[:500])
+
+    def alive(self) -> bool:
+        return not self.closed and self.proc is not None and self.proc.poll() is None
+
+    def pids(self) -> list[int]:
+        return [p for p in (self.proc.pid if self.proc else 0, self.pid) if p]
+
+    def kill(self) -> None:
+        """Kill the zygote (PID 1 of the pool's namespaces: every child dies with it) and its supervisor."""
+        if self.closed:
+            return
+        self.closed = True
+        _signal_pidfd(self.pidfd)
+        _close(self.life_w, self.ctl, self.pidfd)  # the lifeline's end also makes the supervisor kill it
+        if self.proc is not None:
+            if self._exit_code(2.0) is None:
+                self._killpg()
+                self.proc.wait()
+            self._killpg()  # anything that escaped into the group
+
+    def _killpg(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def forget(self) -> None:
+        """In a forked copy of the parent: drop the fds, leave the processes alone."""
+        self.closed = True
+        _close(self.life_w, self.ctl, self.pidfd)
+
+
+class _Child:
+    """One warm child (and its supervisor), forked by the zygote, bound to one source once loaded."""
+
+    def __init__(self, zygote: _Zygote):
+        self.opts = zygote.opts
+        self.source: str | None = None
+        self.details: dict = {}
+        self.closed = False
+        self.seq = 0
+        self.calls = 0
+        self.tmp_dir: str | None = None
+        self.pid = self.sup_pid = 0
+        self.req_w = self.resp_r = self.ctl = self.pidfd = self.sup_pidfd = -1
+        self.memory_kib = 0  # what this child holds alone (see `_account`)
+        self.counted_kib = 0  # the part of it the pool has counted
+        self._private0 = self._rss0 = 0
+        try:
+            self._start(zygote)
+        except (OSError, proto.ProtocolError) as exc:  # no pipes, fds or memory for a process right now
+            self.kill()
+            raise _SpawnError(str(exc)) from None
+        except BaseException:
+            self.kill()
+            raise
+
+    def _start(self, zygote: _Zygote) -> None:
+        if zygote.mode not in _NAMESPACED:
+            self.tmp_dir = tempfile.mkdtemp(prefix="aac-sandbox-")
+            if os.geteuid() == 0:
+                os.chown(self.tmp_dir, NOBODY, NOBODY)
+        self.req_w, self.resp_r, self.ctl, self.sup_pidfd = zygote.fork(
+            self.tmp_dir, time.monotonic() + self.opts.spawn_timeout_s)
+        self.sup_pid = _pidfd_pid(self.sup_pidfd)
+        os.set_blocking(self.req_w, False)
+        self.reader = proto.FrameReader(self.resp_r)
+
+    def ready(self) -> None:
+        """Wait until the child runs: its pidfd from the supervisor, then its hello. The first
+        requests may be written before (they wait in the pipe while it sets itself up)."""
+        if self.pidfd >= 0:
+            return
+        deadline = time.monotonic() + self.opts.spawn_timeout_s
+        try:
+            msg, fds = proto.recv_message(self.ctl, 1, deadline)
+            if msg is None or msg.get("op") != "spawned" or len(fds) != 1:
+                _close(*fds)
+                raise _SpawnError(str((msg or {}).get("error") or f"child supervisor failed: {str(msg)[:200]}")[:500])
+            self.pidfd = fds[0]
+            self.pid = _pidfd_pid(self.pidfd)
+            self._exited = select.poll()
+            self._exited.register(self.pidfd, select.POLLIN)
+            msg = self.reader.read(deadline)
+        except proto.FrameTimeout:
+            raise _SpawnError(f"no answer within {self.opts.spawn_timeout_s} s") from None
+        except (OSError, proto.ProtocolError) as exc:
+            raise _SpawnError(str(exc)) from None
+        if msg is None:
+            raise _SpawnError(f"child {_describe_exit(self._exit_code())} while starting")
+        if msg.get("op") == "fatal":
+            raise _SpawnError(str(msg.get("error"))[:500])
+        if msg.get("op") != "hello":
+            raise _SpawnError(f"unexpected message {str(msg)[:200]}")
+        self.details = msg.get("details") if type(msg.get("details")) is dict else {}
+
+    def load(self, source: str) -> None:
+        self.source = source
+        proto.write_frame(self.req_w, proto.encode_frame({"op": "load", "source": source}),
+                          time.monotonic() + self.opts.spawn_timeout_s)
+
+    def _exit_code(self, wait_s: float = 1.0) -> int | None:
+        """The child's exit status as its supervisor reports it (None if it does not in time)."""
+        try:
+            msg, fds = proto.recv_message(self.ctl, 0, time.monotonic() + wait_s)
+        except (OSError, proto.FrameTimeout, proto.ProtocolError):
+            return None
+        _close(*fds)
+        code = (msg or {}).get("code")
+        return code if type(code) is int else None
+
     def call(self, input_str: str, timeout_s: float, spread_list: bool) -> tuple[CallResult, bool]:
-        """Run one call; returns the result and whether this worker may serve more calls."""
+        """Run one call; returns the result and whether this child may serve more calls."""
         opts = self.opts
         self.seq += 1
         request = proto.encode_frame({
@@ -225,6 +389,14 @@ class _Worker:
         deadline = start + timeout_s
         try:
             proto.write_frame(self.req_w, request, deadline)
+            if self.pidfd < 0:  # a fresh child: its start overlaps the writes
+                try:
+                    self.ready()
+                except _SpawnError as exc:
+                    self.kill()
+                    return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0), False
+                start = time.monotonic()
+                deadline = start + timeout_s
             resp = self.reader.read(deadline)
         except proto.FrameTimeout:
             self.kill()
@@ -233,7 +405,7 @@ class _Worker:
             self.kill()
             return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
-        except OSError:  # a broken pipe: the worker is gone
+        except OSError:  # a broken pipe: the child is gone
             resp = None
         if resp is None:
             reason = _describe_exit(self._exit_code())
@@ -249,7 +421,19 @@ class _Worker:
         if retire or self.reader.buf:  # leftover bytes: something else wrote to the pipe
             self.kill()
             return result, False
+        self._account(resp.get("rss"))
         return result, True
+
+    def _account(self, rss_kib: Any) -> None:
+        """Update `memory_kib`: the private pages measured after the first call, plus the growth
+        of the peak RSS the child reports with every reply since then (cheap, and never less)."""
+        if type(rss_kib) is not int or rss_kib < 0:
+            return
+        self.calls += 1
+        if self.calls == 1:
+            private = _private_kib(self.pid) if self.pid else None
+            self._private0, self._rss0 = (private if private is not None else rss_kib), rss_kib
+        self.memory_kib = self._private0 + max(rss_kib - self._rss0, 0)
 
     def _result(self, resp: dict, elapsed: float) -> tuple[CallResult, bool]:
         if resp["id"] != self.seq:
@@ -274,47 +458,44 @@ class _Worker:
                           output_repr=text[: self.opts.max_output_chars], normalized=resp["norm"]), retire
 
     def alive(self) -> bool:
-        return not self.closed and self.proc is not None and self.proc.poll() is None
+        return not self.closed and (self.pidfd < 0 or not self._exited.poll(0))
 
     def pids(self) -> list[int]:
-        return [p for p in (self.proc.pid if self.proc else 0, self.pid) if p]
+        return [p for p in (self.sup_pid, self.pid) if p]
 
-    def kill(self) -> None:
-        """Kill the worker and its supervisor, reap them, and remove the private temp dir."""
+    def terminate(self) -> None:
+        """Start killing the child and its supervisor (see `kill`)."""
         if self.closed:
             return
         self.closed = True
-        if self.pidfd >= 0:
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:
-                pass
-        for fd in (self.life_w, self.req_w, self.resp_r, self.pidfd):
-            if fd >= 0:
-                os.close(fd)  # the lifeline's end of file also makes the supervisor kill the worker
-        if self.proc is not None:
-            if self._exit_code(2.0) is None:
-                self._killpg()
-                self.proc.wait()
-            self._killpg()  # anything that escaped into the group
+        _signal_pidfd(self.pidfd)
+        if self.pidfd >= 0:  # else the supervisor, seeing its socket close, kills the child it may be starting
+            _signal_pidfd(self.sup_pidfd)
+        _close(self.req_w, self.resp_r, self.ctl)
+
+    def kill(self) -> None:
+        """Kill the child and its supervisor, wait until both are gone, remove the private temp dir."""
+        if self.pidfd == -2:
+            return
+        self.terminate()
+        pidfds = [fd for fd in (self.pidfd, self.sup_pidfd) if fd >= 0]
+        poller = select.poll()
+        for fd in pidfds:
+            poller.register(fd, select.POLLIN)
+        deadline = time.monotonic() + 2.0
+        while pidfds and time.monotonic() < deadline:
+            for fd, _ in poller.poll(max(1, math.ceil((deadline - time.monotonic()) * 1000))):
+                poller.unregister(fd)
+                pidfds.remove(fd)
+        _close(self.pidfd, self.sup_pidfd)
+        self.pidfd = self.sup_pidfd = -2  # done
         if self.tmp_dir:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
-    def _killpg(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-
     def forget(self) -> None:
-        """In a forked child: drop this process's copies of the pipes, leave the worker alone."""
+        """In a forked copy of the parent: drop the fds, leave the processes alone."""
         self.closed = True
-        for fd in (self.life_w, self.req_w, self.resp_r, self.pidfd):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        _close(self.req_w, self.resp_r, self.ctl, self.pidfd, self.sup_pidfd)
 
 
 _AUTO_MODE: dict[int, str] = {}  # euid -> the mode auto-detection found, per process
@@ -322,81 +503,128 @@ _LOGGED: set[str] = set()
 _POOLS: weakref.WeakSet = weakref.WeakSet()
 
 
-class SandboxPool:
-    """Warm, isolated worker processes for calling untrusted functions (thread-safe).
+# imported once by the zygote for every child: what HumanEval/PAU sources import (a child pays
+# for the others itself)
+DEFAULT_PRELOAD = ("typing", "collections", "itertools", "functools", "math", "re", "string", "heapq", "bisect",
+                   "operator", "copy", "random", "statistics", "fractions", "decimal", "hashlib", "datetime")
 
-    `workers`: calls that run at once (one process each). `max_warm`: worker processes kept
-    (default 4 x workers; least recently used evicted). `memory_mb`: address-space limit per
-    worker. `cpu_time_s`: CPU seconds one call may use (RLIMIT_CPU, besides the wall timeout).
+
+class SandboxPool:
+    """Warm, isolated workers for calling untrusted functions (thread-safe).
+
+    One zygote per pool, already inside the isolation, forks a child per new source in about a
+    millisecond; children stay warm per source (least recently used evicted) while the pool holds
+    at most `warm_limit` of them and `warm_memory_mb` of their own memory.
+
+    `workers`: calls that run at once (one child each). `keep_warm(n)`: the number of sources in
+    use at once (live episodes' functions); until it is called, 4 x workers. `max_warm`: a cap on
+    warm children whatever `keep_warm` says (None: no cap). `warm_memory_mb`: the bound on the
+    memory the warm children hold alone (private pages, then their peak RSS growth).
+    `memory_mb`: address-space limit per child. `cpu_time_s`: CPU seconds one call may use
+    (RLIMIT_CPU, besides the wall timeout). `preload`: modules the zygote imports for its children.
     `isolation`: "auto" (the strongest available) or one of `MODES`, then required.
     """
 
     def __init__(self, workers: int = 2, memory_mb: int = 512, *, cpu_time_s: float = 30.0,
                  max_output_chars: int = 2000, max_input_chars: int = 10000, max_input_depth: int = 50,
-                 max_warm: int | None = None, tmp_mb: int = 64, fsize_mb: int = 16, nofile: int = 256,
-                 isolation: str = "auto", spawn_timeout_s: float = 30.0):
+                 max_warm: int | None = None, warm_memory_mb: int = 2048, tmp_mb: int = 64, fsize_mb: int = 16,
+                 nofile: int = 256, isolation: str = "auto", spawn_timeout_s: float = 30.0,
+                 preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if isolation != "auto" and isolation not in MODES:
             raise ValueError(f"isolation must be 'auto' or one of {', '.join(MODES)}; got {isolation!r}")
         if memory_mb < 64:
             raise ValueError(f"memory_mb must be >= 64, got {memory_mb}")
+        if max_warm is not None and max_warm < 1:
+            raise ValueError(f"max_warm must be >= 1 or None, got {max_warm}")
+        if warm_memory_mb < 1:
+            raise ValueError(f"warm_memory_mb must be >= 1, got {warm_memory_mb}")
         self.workers = workers
-        self.max_warm = max(max_warm if max_warm is not None else 4 * workers, workers)
+        self.max_warm = max_warm
+        self.warm_memory_mb = warm_memory_mb
+        self._expected = 4 * workers
         self._opts = _Options(memory_mb=memory_mb, cpu_time_s=cpu_time_s, max_output_chars=max_output_chars,
                               max_input_chars=max_input_chars, max_input_depth=max_input_depth, tmp_mb=tmp_mb,
-                              fsize_mb=fsize_mb, nofile=nofile, spawn_timeout_s=spawn_timeout_s)
+                              fsize_mb=fsize_mb, nofile=nofile, spawn_timeout_s=spawn_timeout_s,
+                              preload=tuple(preload))
         self._requested = isolation
         self._mode: str | None = None if isolation == "auto" else isolation
         self._details: dict = {}
         self._cond = threading.Condition()
-        self._detect_lock = threading.Lock()
-        self._idle: dict[str | None, list[_Worker]] = {}
-        self._lru: OrderedDict[_Worker, None] = OrderedDict()  # idle workers, oldest first
-        self._all: set[_Worker] = set()
+        self._detect_lock = threading.Lock()  # starts of the zygote
+        self._zygote: list[_Zygote] = []  # the live one, if any (a list: the finalizer shares it)
+        self._idle: dict[str | None, list[_Child]] = {}
+        self._lru: OrderedDict[_Child, None] = OrderedDict()  # idle children, oldest first
+        self._all: set[_Child] = set()
+        self._warm_kib = 0  # memory_kib of every child in _all
         self._busy = 0
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None
         self._pid = os.getpid()
-        self.owner = f"{self._pid}:{id(self):x}"  # in each worker's command line, to find them with ps
-        self._stats = {"calls": 0, "spawned": 0, "timeouts": 0, "crashes": 0, "retired": 0, "evicted": 0}
-        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._all)
+        self.owner = f"{self._pid}:{id(self):x}"  # in each process's command line, to find them with ps
+        self._stats = {"calls": 0, "spawned": 0, "timeouts": 0, "crashes": 0, "retired": 0, "evicted": 0,
+                       "zygotes": 0}
+        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._all, self._zygote)
         _POOLS.add(self)
 
     @classmethod
     def from_config(cls, cfg: Any, **overrides: Any) -> SandboxPool:
         """From an `aac.config.SandboxConfig` (fields it lacks keep their defaults)."""
         keys = ("workers", "memory_mb", "cpu_time_s", "max_output_chars", "max_input_chars", "max_input_depth",
-                "max_warm", "tmp_mb", "fsize_mb", "nofile", "isolation")
+                "max_warm", "warm_memory_mb", "tmp_mb", "fsize_mb", "nofile", "isolation", "preload")
         kwargs = {k: getattr(cfg, k) for k in keys if getattr(cfg, k, None) is not None}
+        if "preload" in kwargs:
+            kwargs["preload"] = tuple(kwargs["preload"])
         kwargs.update(overrides)
         return cls(**kwargs)
 
     # ------------------------------------------------------------ public API
 
+    def keep_warm(self, functions: int) -> None:
+        """Size the pool for `functions` sources in use at once: training, the distinct functions of
+        a step's live episodes; evaluation, its batch size. Up to that many children stay warm (at
+        least `workers`, at most `max_warm`, and within `warm_memory_mb`); extra idle ones go now."""
+        if type(functions) is not int or functions < 0:
+            raise ValueError(f"keep_warm needs a number of functions >= 0, got {functions!r}")
+        with self._cond:
+            self._expected = functions
+            evict = self._shrink(0)
+        for child in evict:
+            child.kill()
+
+    @property
+    def warm_limit(self) -> int:
+        """How many children the pool keeps warm now (see `keep_warm`)."""
+        limit = max(self._expected, self.workers)
+        return limit if self.max_warm is None else min(limit, max(self.max_warm, self.workers))
+
     @property
     def isolation(self) -> str:
-        """The isolation mode workers run under (starts one worker to find out if none ran yet)."""
+        """The isolation mode children run under (starts the zygote and a child if none ran yet)."""
         if self._mode is None or not self._details:
             self._release(self._acquire(None), True)
         return self._mode
 
     @property
     def isolation_details(self) -> dict:
-        """What the isolation covers, as the first worker reported it."""
-        self.isolation  # noqa: B018 - starts a worker if needed
+        """What the isolation covers, as the zygote and the first child reported it."""
+        self.isolation  # noqa: B018 - starts a child if needed
         return dict(self._details)
 
     @property
     def stats(self) -> dict:
-        """Counters: calls, spawned, timeouts, crashes, retired, evicted; plus live worker processes."""
+        """Counters: calls, spawned (children), zygotes, timeouts, crashes, retired, evicted; plus
+        live children, the memory they hold alone (MiB) and the warm limit."""
         with self._cond:
-            return {**self._stats, "live": len(self._all)}
+            return {**self._stats, "live": len(self._all), "warm_mb": self._warm_kib / 1024,
+                    "warm_limit": self.warm_limit}
 
     def live_pids(self) -> list[int]:
-        """Process ids of this pool's live workers and their supervisors."""
+        """Process ids of this pool's live processes: zygote, children and their supervisors."""
         with self._cond:
-            return [pid for w in self._all for pid in w.pids()]
+            zygote = [pid for z in self._zygote for pid in z.pids() if z.alive()]
+            return zygote + [pid for w in self._all for pid in w.pids()]
 
     def call(self, source: str, input_str: str, *, timeout_s: float = 10.0, spread_list: bool = True) -> CallResult:
         """Call `test_func` of `source` on the arguments `input_str` stands for (SPEC §3)."""
@@ -407,18 +635,18 @@ class SandboxPool:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         if not isinstance(input_str, str):
             return _error_result(f"InputParseError: input must be a str, got {type(input_str).__name__}", 0.0)
-        if len(input_str) > self._opts.max_input_chars:  # don't ship it; the worker re-checks the rest
+        if len(input_str) > self._opts.max_input_chars:  # don't ship it; the child re-checks the rest
             return _error_result(f"InputParseError: input has {len(input_str)} characters, more than the limit "
                                  f"of {self._opts.max_input_chars}", 0.0)
         try:
-            worker = self._acquire(source)
+            child = self._acquire(source)
         except _SpawnError as exc:
             return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0)
         result, keep = None, False
         try:
-            result, keep = worker.call(input_str, timeout_s, spread_list)
+            result, keep = child.call(input_str, timeout_s, spread_list)
         finally:
-            self._release(worker, keep, result)
+            self._release(child, keep, result)
         return result
 
     def call_many(self, calls: list[tuple[str, str]], *, timeout_s: float = 10.0,
@@ -435,7 +663,7 @@ class SandboxPool:
                                  calls))
 
     def close(self) -> None:
-        """Kill every worker (calls still running finish first and then their worker is killed)."""
+        """Kill every process (calls still running finish first, then the zygote goes with them)."""
         with self._cond:
             self._closed = True
             idle = list(self._lru)
@@ -445,9 +673,10 @@ class SandboxPool:
         for w in idle:
             w.kill()
             with self._cond:
-                self._all.discard(w)
+                self._forget(w)
         if executor is not None:
             executor.shutdown(wait=True)
+        self._kill_zygote_if_done()
 
     def __enter__(self) -> SandboxPool:
         return self
@@ -455,7 +684,7 @@ class SandboxPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------ workers
+    # ------------------------------------------------------------ children
 
     def _check_usable(self) -> None:
         if self._pid != os.getpid():
@@ -463,60 +692,84 @@ class SandboxPool:
         if self._closed:
             raise RuntimeError("SandboxPool is closed")
 
-    def _acquire(self, source: str | None) -> _Worker:
-        """An idle worker for `source` (loading it into a fresh one if needed); waits for a slot."""
-        evict: list[_Worker] = []
+    def _forget(self, child: _Child) -> None:
+        """Drop a child from the books (under the lock)."""
+        if child in self._all:
+            self._all.discard(child)
+            self._warm_kib -= child.counted_kib
+
+    def _shrink(self, incoming: int) -> list[_Child]:
+        """Idle children to evict (oldest first) so that `incoming` more fit the warm limit and the
+        memory bound (under the lock; the caller kills them)."""
+        evict = []
+        budget = self.warm_memory_mb * 1024
+        while self._lru and (len(self._all) + incoming > self.warm_limit or self._warm_kib > budget):
+            victim = self._lru.popitem(last=False)[0]
+            self._idle[victim.source].remove(victim)
+            if not self._idle[victim.source]:
+                del self._idle[victim.source]
+            self._forget(victim)
+            evict.append(victim)
+            self._stats["evicted"] += 1
+        return evict
+
+    def _acquire(self, source: str | None) -> _Child:
+        """An idle child for `source` (loading it into a fresh one if needed); waits for a slot."""
+        evict: list[_Child] = []
         with self._cond:
             while self._busy >= self.workers:
                 self._cond.wait()
             self._check_usable()
             self._busy += 1
-            worker = self._pop_idle(source, evict)
-            if worker is None and source is not None:
-                worker = self._pop_idle(None, evict)  # a started worker with nothing loaded yet
-            if worker is None:
-                while len(self._all) - len(evict) + 1 > self.max_warm and self._lru:
-                    victim = self._lru.popitem(last=False)[0]
-                    self._idle[victim.source].remove(victim)
-                    evict.append(victim)
-                    self._stats["evicted"] += 1
+            child = self._pop_idle(source, evict)
+            if child is None and source is not None:
+                child = self._pop_idle(None, evict)  # a started child with nothing loaded yet
             for w in evict:
-                self._all.discard(w)
+                self._forget(w)
+            if child is None:
+                evict += self._shrink(1)
         for w in evict:
-            w.kill()
-        if worker is None:
+            w.terminate()  # their exits overlap the new child's start; waited for below
+        try:
+            if child is None:
+                try:
+                    child = self._spawn()
+                except BaseException:
+                    with self._cond:
+                        self._busy -= 1
+                        self._cond.notify()
+                    raise
             try:
-                worker = self._spawn()
-            except BaseException:
-                with self._cond:
-                    self._busy -= 1
-                    self._cond.notify()
-                raise
-        if source is not None and worker.source is None:
-            try:
-                worker.load(source)
-            except (OSError, proto.FrameTimeout) as exc:
-                self._release(worker, False)
+                if source is None:
+                    child.ready()
+                elif child.source is None:
+                    child.load(source)
+            except (OSError, proto.FrameTimeout, _SpawnError) as exc:
+                self._release(child, False)
                 raise _SpawnError(f"could not load the source: {exc}") from None
-        return worker
+        finally:
+            for w in evict:
+                w.kill()
+        return child
 
-    def _pop_idle(self, source: str | None, dead: list[_Worker]) -> _Worker | None:
-        """The most recently used idle worker for `source`; ones that died while idle go to `dead`."""
+    def _pop_idle(self, source: str | None, dead: list[_Child]) -> _Child | None:
+        """The most recently used idle child for `source`; ones that died while idle go to `dead`."""
         idle = self._idle.get(source)
         while idle:
-            worker = idle.pop()
-            del self._lru[worker]
-            if worker.alive():
+            child = idle.pop()
+            del self._lru[child]
+            if child.alive():
                 break
-            dead.append(worker)
+            dead.append(child)
             self._stats["crashes"] += 1
         else:
-            worker = None
+            child = None
         if not idle:
             self._idle.pop(source, None)
-        return worker
+        return child
 
-    def _release(self, worker: _Worker, keep: bool, result: CallResult | None = None) -> None:
+    def _release(self, child: _Child, keep: bool, result: CallResult | None = None) -> None:
+        evict: list[_Child] = []
         with self._cond:
             self._busy -= 1
             if result is not None:
@@ -526,50 +779,95 @@ class SandboxPool:
                     kind = ("timeouts" if error.startswith("TimeoutError: call exceeded")
                             else "crashes" if error.startswith("SandboxError") else "retired")
                     self._stats[kind] += 1
-            if keep and not self._closed and not worker.closed:
-                self._idle.setdefault(worker.source, []).append(worker)
-                self._lru[worker] = None
-                worker = None
+            if keep and not self._closed and not child.closed:
+                self._idle.setdefault(child.source, []).append(child)
+                self._lru[child] = None
+                if child in self._all:
+                    self._warm_kib += child.memory_kib - child.counted_kib
+                child.counted_kib = child.memory_kib
+                evict = self._shrink(0)
+                child = None
             else:
-                self._all.discard(worker)
+                self._forget(child)
             self._cond.notify()
-        if worker is not None:
-            worker.kill()
+        for w in evict:
+            w.kill()
+        if child is not None:
+            child.kill()
+            if self._closed:
+                self._kill_zygote_if_done()
 
-    def _spawn(self) -> _Worker:
-        if self._mode is not None and self._details:
+    def _kill_zygote_if_done(self) -> None:
+        with self._cond:
+            if not self._closed or self._busy:
+                return
+            zygotes, self._zygote[:] = list(self._zygote), []
+        for z in zygotes:
+            z.kill()
+
+    def _spawn(self) -> _Child:
+        for attempt in range(2):  # once more on failure: a busy machine, a transient error, a dead zygote
+            with self._detect_lock:
+                zygote = self._zygote[0] if self._zygote and self._zygote[0].alive() else None
+                if zygote is None:
+                    return self._start_zygote()
             try:
-                return self._new_worker(self._mode)
+                return self._new_child(zygote)
             except _SpawnError:
-                return self._new_worker(self._mode)  # once more: a busy machine, a transient error
-        with self._detect_lock:
-            if self._mode is not None and self._details:
-                return self._new_worker(self._mode)
-            if self._mode is not None:
-                modes = [self._mode]
-            else:
-                cached = _AUTO_MODE.get(os.geteuid())
-                modes = [cached] if cached else [m for m in MODES if m != "namespaces" or os.geteuid() == 0]
-            failures = []
-            for mode in modes:
-                try:
-                    worker = self._new_worker(mode)
-                except _SpawnError as exc:
-                    failures.append(f"{mode}: {exc}")
-                    continue
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_zygote(self) -> _Child:
+        """Start the zygote (under `_detect_lock`; the first time, trying modes strongest first)
+        and fork its first child, which proves the mode works."""
+        for z in self._zygote:
+            z.kill()
+        self._zygote.clear()
+        if self._mode is not None:
+            modes = [self._mode]
+        else:
+            cached = _AUTO_MODE.get(os.geteuid())
+            modes = [cached] if cached else [m for m in MODES if m != "namespaces" or os.geteuid() == 0]
+        failures = []
+        for mode in modes:
+            zygote = None
+            try:
+                zygote = _Zygote(self._opts, mode, self.owner)
+                with self._cond:
+                    self._stats["zygotes"] += 1
+                child = self._new_child(zygote)
+            except _SpawnError as exc:
+                if zygote is not None:
+                    zygote.kill()
+                failures.append(f"{mode}: {exc}")
+                continue
+            try:
+                child.ready()
+            except _SpawnError as exc:
+                child.kill()
+                zygote.kill()
+                with self._cond:
+                    self._forget(child)
+                failures.append(f"{mode}: {exc}")
+                continue
+            self._zygote.append(zygote)
+            if not self._details:
                 if self._requested == "auto":
                     _AUTO_MODE[os.geteuid()] = mode
-                self._mode, self._details = mode, worker.details
-                self._log_isolation(mode, worker.details, failures)
-                return worker
-            raise SandboxUnavailable("no sandbox worker could start: " + "; ".join(failures))
+                self._mode, self._details = mode, {**zygote.details, **child.details}
+                self._log_isolation(mode, self._details, failures)
+            return child
+        if len(modes) == 1 and self._details:
+            raise _SpawnError("; ".join(failures))  # worked before: report it like any failed start
+        raise SandboxUnavailable("no sandbox worker could start: " + "; ".join(failures))
 
-    def _new_worker(self, mode: str) -> _Worker:
-        worker = _Worker(self._opts, mode, self.owner)
+    def _new_child(self, zygote: _Zygote) -> _Child:
+        child = _Child(zygote)
         with self._cond:
-            self._all.add(worker)
+            self._all.add(child)
             self._stats["spawned"] += 1
-        return worker
+        return child
 
     @staticmethod
     def _log_isolation(mode: str, details: dict, failures: list[str]) -> None:
@@ -577,22 +875,29 @@ class SandboxPool:
             return
         _LOGGED.add(mode)
         skipped = f" (unavailable: {'; '.join(failures)})" if failures else ""
-        weak = mode not in ("namespaces", "userns") or "unreadable_import_paths" in details
+        weak = mode not in _NAMESPACED or "unreadable_import_paths" in details
         level = logging.WARNING if weak else logging.INFO
         log.log(level, "sandbox isolation: %s%s; %s", mode, skipped, details)
 
     @staticmethod
-    def _kill_all(workers: set[_Worker]) -> None:
-        for w in list(workers):
+    def _kill_all(children: set[_Child], zygotes: list[_Zygote]) -> None:
+        for z in list(zygotes):
+            z.kill()
+        zygotes.clear()
+        for w in list(children):
             w.kill()
-        workers.clear()
+        children.clear()
 
     def _forget_after_fork(self) -> None:
         for w in list(self._all):
             w.forget()
+        for z in self._zygote:
+            z.forget()
+        self._zygote.clear()
         self._all.clear()
         self._lru.clear()
         self._idle.clear()
+        self._warm_kib = 0
         self._cond = threading.Condition()
         self._executor = None
 
