@@ -238,6 +238,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "env.sandbox.isolation": ("auto", "namespaces", "userns", "landlock", "rlimits"),
     "critic.mode": ("privileged", "symmetric"),
     "critic.backend": ("vllm", "hf", "openai"),
+    "critic.scoring": ("generate", "logprob"),
+    "critic.informativeness": ("judge", "coverage"),
     "rewards.schedule": ("aac", "final", "sym_info", "no_informativeness"),
     "rewards.advantage": ("final", "episode", "turn"),
     "rollout.engine": ("vllm", "hf", "openai"),
@@ -247,6 +249,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "eval.mode": ("interactive", "in_context"),
     "eval.engine": ("vllm", "hf", "openai"),
     "eval.judge_engine": ("vllm", "hf", "openai"),
+    "eval.judge_scoring": ("generate", "logprob"),
     "logging.wandb_mode": ("offline", "online", "disabled"),
 }
 POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tokens_per_turn",

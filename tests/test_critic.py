@@ -3,8 +3,11 @@ through vllm, hf and openai (a local `vllm serve`)."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from dataclasses import replace
+from typing import Optional
 
 import pytest
 
@@ -266,6 +269,7 @@ def test_critic_over_a_failing_endpoint_counts_fallbacks_and_retries(flaky_endpo
 # ---------------------------------------------------------------- real SmolLM2 critics (slow)
 
 SMALL = CriticConfig(max_tokens=24)
+LOGPROB = CriticConfig(scoring="logprob")
 
 
 def _real_batch() -> list[Judgment]:
@@ -275,16 +279,19 @@ def _real_batch() -> list[Judgment]:
             judgment("informativeness", "I will call it with [3, 1, 2] again.")]
 
 
-def _check_real_critic(critic: PrivilegedCritic, engine: Engine, batch: list[Judgment]) -> None:
+def _check_real_critic(critic: PrivilegedCritic, engine: Engine, batch: list[Judgment]) -> list[Optional[float]]:
     n = len(batch)
     before = engine.stats.requests
     scores = critic.score(batch)
     h = critic.health
-    assert len(scores) == n and all(0.0 <= s <= 1.0 for s in scores)
+    assert len(scores) == n and all(s is None or 0.0 <= s <= 1.0 for s in scores)
     assert h["batches"] == 1 and h["requests"] == n and engine.stats.requests - before == n
     assert h["parse_failures"] <= n // 4 and h["fallbacks"] == 0  # SmolLM2 follows the format it is shown
+    if critic.scoring == "logprob":  # no parse failures by construction; the digits hold most of the mass
+        assert h["parse_failures"] == 0 and None not in scores and h["digit_mass_mean"] > 0.5
     assert critic.score(batch) == scores  # the second time, all from the cache
     assert critic.health["cache_hits"] == n and critic.health["batches"] == 1
+    return scores
 
 
 @pytest.mark.slow
@@ -293,6 +300,8 @@ def test_critic_through_vllm_while_the_actor_adapter_is_loaded(vllm_engine, smol
         vllm_engine.load_adapter("actor", make_random_lora(smollm2_path, 1), 1)
     critic = PrivilegedCritic(vllm_engine, SMALL)
     _check_real_critic(critic, vllm_engine, _real_batch())
+    logprob = _check_real_critic(PrivilegedCritic(vllm_engine, LOGPROB), vllm_engine, _real_batch())
+    assert len(set(logprob)) == len(logprob)  # continuous scores: no two judgments tie
     # (that base requests get exact base-model tokens next to adapter requests is
     # test_engines.py::test_vllm_shared_engine_serves_base_and_adapter_in_one_batch)
 
@@ -301,6 +310,7 @@ def test_critic_through_vllm_while_the_actor_adapter_is_loaded(vllm_engine, smol
 def test_critic_through_hf(hf_smollm2):
     # two judgments: HF prefills the ~800-token prompts without vLLM's speed
     _check_real_critic(PrivilegedCritic(hf_smollm2, SMALL), hf_smollm2, _real_batch()[1:3])
+    _check_real_critic(PrivilegedCritic(hf_smollm2, LOGPROB), hf_smollm2, _real_batch()[1:3])
 
 
 @pytest.mark.slow
@@ -308,6 +318,8 @@ def test_critic_through_openai_against_vllm_serve(vllm_server):
     cfg = CriticConfig(max_tokens=24, backend="openai", openai=OpenAIConfig(base_url=vllm_server, model="smollm2"))
     critic, engine = make_critic(cfg, None, ModelConfig(), RolloutConfig())
     _check_real_critic(critic, engine, _real_batch())
+    critic, engine = make_critic(replace(cfg, scoring="logprob"), None, ModelConfig(), RolloutConfig())
+    _check_real_critic(critic, engine, _real_batch())  # top_logprobs of the chat completions API
     engine.close()
 
 
@@ -364,3 +376,81 @@ def test_coverage_informativeness_pays_new_branches_and_new_results_on_a_built_r
             critic.close()
         assert got == [pytest.approx(w) for w in want] + [1.0]  # hypotheses still go to the LLM
         assert critic.health["coverage_judgments"] == 2 and critic.health["requests"] == 1
+
+
+# ---------------------------------------------------------------- the report card
+
+
+@pytest.mark.parametrize("description, degraded, how", [
+    ("Returns the smallest element.", "Returns the largest element.", "negated: smallest -> largest"),
+    ("True when all items are even.", "False when all items are even.", "negated: True -> False"),
+    ("The result is sorted.", "The result is not sorted.", "negated: is not"),
+    ("Reverse the string. Then repeat it twice over.", "Reverse the string.", "dropped sentence 2"),
+    ("Reverse the string", None, None),
+])
+def test_degrade_negates_a_condition_or_drops_a_sentence(description, degraded, how):
+    from aac.critic.degrade import degrade
+
+    assert degrade(description) == (None if degraded is None else (degraded, how))
+
+
+class GoldSeer(ScriptedEngine):
+    """A perfect critic: 9 when the graded description is the reference, else 2 (or as `reply` says)."""
+
+    def __init__(self, reply: str | None = None):
+        super().__init__()
+        self.reply = reply
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            asked = r.messages[-1]["content"]
+            gold = asked.split("Reference description (hidden from the agent):\n", 1)[1].split("\n\n", 1)[0]
+            graded = asked.split("Agent's description of the function:\n", 1)[1].split("\n\n", 1)[0]
+            out.append(GenResult(self.reply or f"Rating: {9 if graded == gold else 2}", [1] * 10, [2], None, "stop",
+                                 None, None))
+        self.stats.requests += len(out)
+        self.stats.prompt_tokens += 10 * len(out)
+        return out
+
+
+def test_card_of_a_perfect_critic_and_of_one_at_chance(tmp_path):
+    from aac.critic import NEVER_CHECKED, card_headline, card_status
+    from aac.critic.card import card_headline_of, run_card, write_card
+    from aac.datasets import load_instances
+
+    instances = load_instances("builtin:humaneval", split="test", limit=6)
+    about = {"model": "seer", "backend": "test", "scoring": "generate", "data": "builtin:humaneval", "split": "test"}
+    card = run_card(PrivilegedCritic(GoldSeer(), CriticConfig()), instances, about)
+    assert card["instances"] == 6 and card["classes"]["gold"]["n"] == card["classes"]["mismatched"]["n"] == 6
+    assert card["judgments"] == 12 + card["classes"]["degraded"]["n"] and card["classes"]["degraded"]["n"] >= 4
+    assert card["auc_gold_vs_mismatched"] == card["auc_gold_vs_degraded"] == 1.0
+    assert card["parse_failure_rate"] == 0.0 and card["prompt_tokens_per_judgment"] == 10.0
+    assert card["score_spread"] > 0.3 and card["seconds_per_judgment"] > 0
+    assert all(it["text"] != instances[0].description for it in card["items"][1:3])
+    json_path, png_path = write_card(card, tmp_path / "seer")
+    assert png_path.stat().st_size > 5000
+    headline = card_headline(json_path)
+    assert "AUC gold/mismatched 1.00, gold/degraded 1.00" in headline and "AT CHANCE" not in headline
+    assert card_status(str(json_path)) == headline
+    assert card_status(None) == NEVER_CHECKED and "no card at /nowhere" in card_status("/nowhere")
+
+    flat = run_card(PrivilegedCritic(GoldSeer("Rating: 5"), CriticConfig()), instances, about)
+    assert flat["auc_gold_vs_mismatched"] == 0.5 and flat["score_spread"] == 0.0
+    assert "AT CHANCE" in card_headline_of(flat)
+
+
+def test_check_cli_runs_the_card_against_an_endpoint(flaky_endpoint, tmp_path, capsys):
+    """`python -m aac.critic.check` takes the training overrides; every reply here says 6: at chance."""
+    from aac.critic.check import main
+
+    url, hits = flaky_endpoint
+    out = tmp_path / "card"
+    assert main(["--limit", "3", "--out", str(out), "critic.backend=openai", f"critic.openai.base_url={url}",
+                 "critic.openai.model=m"]) == 0
+    card = json.loads((out / "card.json").read_text())
+    assert card["critic"]["backend"] == "openai" and card["critic"]["base_url"] == url
+    assert card["judgments"] >= 6 and card["auc_gold_vs_mismatched"] == 0.5 and card["parse_failure_rate"] == 0.0
+    assert hits["OK"] == card["judgments"] + 1  # + the warm-up
+    assert "AT CHANCE" in capsys.readouterr().out and (out / "card.png").exists()
+    assert main(["critic.scoring=sometimes"]) == 2

@@ -43,19 +43,16 @@ def card_items(instances: list) -> list[tuple[str, Judgment, str]]:
     n = len(instances)
     for i, inst in enumerate(instances):
         seen = [Observation(inp, example_repr(out, MAX_FIELD_CHARS), None) for inp, out in inst.train_examples]
-
-        def judged(text: str) -> Judgment:
-            return Judgment("hypothesis", inst, text, list(seen), text)
-
-        items.append(("gold", judged(inst.description), "gold"))
+        graded = [("gold", inst.description, "gold")]
         # the row half the split away: a fixed derangement, never the row itself
         other = next((instances[(i + k) % n] for k in range(n // 2, n // 2 + n)
                       if instances[(i + k) % n].description != inst.description), None)
         if other is not None:
-            items.append(("mismatched", judged(other.description), f"description of {other.uid}"))
+            graded.append(("mismatched", other.description, f"description of {other.uid}"))
         near = degrade(inst.description)
         if near is not None:
-            items.append(("degraded", judged(near[0]), near[1]))
+            graded.append(("degraded", *near))
+        items += [(kind, Judgment("hypothesis", inst, text, list(seen), text), how) for kind, text, how in graded]
     return items
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
 from typing import Any
 
 from aac.engines.base import GenRequest
