@@ -6,8 +6,13 @@ the in-process vLLM engine (the embedded critic), then against a local vLLM Open
 (bound to 127.0.0.1) serving the same model with `critic.backend=openai` - the path a user with a
 stronger model takes. Prints the cards side by side and the cost ratio logprob / generate.
 
+Runs in turn see whatever else loads the machine; `--paired N` measures the cost ratio itself under
+one load: one in-process vLLM engine, cards on the first N functions scored generate, logprob,
+logprob, generate (prefix cache reset before each), ratio of the summed times.
+
     python benchmarks/bench_critic_card.py                    # all 33 test functions, both backends
     python benchmarks/bench_critic_card.py --limit 8 --no-endpoint
+    python benchmarks/bench_critic_card.py --paired 8
 """
 
 from __future__ import annotations
@@ -73,6 +78,32 @@ def stop(proc: subprocess.Popen) -> None:
             pass
 
 
+def paired(n: int) -> None:
+    from aac.config import CriticConfig
+    from aac.critic import PrivilegedCritic
+    from aac.critic.card import run_card
+    from aac.datasets import load_instances
+    from aac.engines import make_engine
+    from aac.models import resolve_model
+
+    instances = load_instances("builtin:humaneval", split="test", limit=n)
+    engine = make_engine("vllm", resolve_model("smollm2_135m"), dtype="float32", max_model_len=4096, kv_cache_gb=1,
+                         enable_lora=False)
+    seconds: dict[str, list[float]] = {"generate": [], "logprob": []}
+    try:
+        for scoring in ("generate", "logprob", "logprob", "generate"):
+            engine.llm.reset_prefix_cache()
+            card = run_card(PrivilegedCritic(engine, CriticConfig(scoring=scoring)), instances, {"scoring": scoring})
+            seconds[scoring].append(card["seconds_per_judgment"])
+            print(f"{scoring:9s} {card['judgments']} judgments: {card['seconds_per_judgment']:.3f} s/judgment, "
+                  f"parse failures {card['parse_failure_rate']:.0%}", flush=True)
+    finally:
+        engine.close()
+    print(f"\npaired ({n} functions, vllm in-process, load avg {os.getloadavg()[0]:.1f}): s/judgment generate "
+          f"{' '.join(f'{x:.3f}' for x in seconds['generate'])}, logprob {' '.join(f'{x:.3f}' for x in seconds['logprob'])}"
+          f"; cost per judgment, logprob / generate: {sum(seconds['logprob']) / sum(seconds['generate']):.2f}")
+
+
 def _f(value, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
@@ -82,7 +113,10 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N test functions (default: all)")
     ap.add_argument("--out", default="runs/bench_critic_card")
     ap.add_argument("--no-endpoint", action="store_true", help="skip the OpenAI-compatible server runs")
+    ap.add_argument("--paired", type=int, default=None, metavar="N", help="only the paired cost ratio on N functions")
     args = ap.parse_args()
+    if args.paired:
+        return paired(args.paired)
     from aac.models import resolve_model
 
     out = Path(args.out)
