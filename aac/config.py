@@ -34,6 +34,8 @@ DType = _choice("DType", "float32", "bfloat16", "float16")
 OnBadRow = _choice("OnBadRow", "warn", "raise")
 Isolation = _choice("Isolation", "auto", *ISOLATION_MODES)  # the sandbox's own list (stdlib-only)
 CriticMode = _choice("CriticMode", "privileged", "symmetric")
+CriticScoring = _choice("CriticScoring", "generate", "logprob")
+Informativeness = _choice("Informativeness", "judge", "coverage")
 EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
 Schedule = _choice("Schedule", "aac", "final", "sym_info", "no_informativeness")
 Advantage = _choice("Advantage", "final", "episode", "turn")
@@ -96,6 +98,7 @@ class OpenAIConfig:
     backoff_s: float = 0.5
     concurrency: int = 16
     return_token_ids: bool = False  # vLLM servers can return token ids; hosted APIs reject the field
+    top_logprobs: int = 20  # next-token log-probs asked for in log-prob scoring (OpenAI allows <= 20)
 
 
 @dataclass
@@ -108,9 +111,17 @@ class CriticConfig:
     max_tokens: int = 256
     temperature: float = 0.0
     cache: bool = True
-    fallback_score: float = 0.0  # score of a judgment that got no reply (counted in critic health)
     examples: bool = True  # two worked examples in the prompt: small models need them to write a rating
     num_gpus: float = 0.0  # GPUs for the critic's own engine actor (only when it is not the actor's engine)
+    # generate: reasons then `Rating: n`, parsed (the paper's) | logprob: one forward pass, the digits'
+    # probability-weighted mean (G-Eval): ~1 token per judgment, no parse failures, continuous scores
+    scoring: CriticScoring = CriticScoring.generate
+    # judge: the LLM grades the plan (the paper's) | coverage: the branch arcs and new output the
+    # realised call reached, measured in the sandbox (LLM-free; aac/critic/coverage.py)
+    informativeness: Informativeness = Informativeness.judge
+    coverage_output_weight: float = 0.5  # coverage score = (1 - w) * new-arc share + w * new output
+    coverage_call_timeout_s: float = 2.0  # per call when coverage runs the function
+    card: Optional[str] = None  # the critic's report card (python -m aac.critic.check): logged at start
 
 
 @dataclass
@@ -197,6 +208,7 @@ class EvalConfig:
     coder_model: Optional[str] = None  # None: the actor's base model
     judge_engine: Optional[EngineKind] = None  # engine kind of judge and coder; None: the actor's
     judge_max_tokens: int = 256
+    judge_scoring: CriticScoring = CriticScoring.generate  # logprob: the expected 1-5 from one forward pass
     coder_max_tokens: int = 512
     gold: bool = False  # also code-match from the gold description: the per-instance upper bound
     score: bool = True  # false: only play the episodes (score later by rerunning with true)

@@ -71,6 +71,7 @@ class Trainer:
 
     def __init__(self, cfg: DictConfig, out_dir: Path):
         from aac.assembly import EngineSet, critic_engine, place, training_protocol
+        from aac.critic import NEVER_CHECKED, card_status
         from aac.datasets import load_instances
         from aac.learner import Learner
         from aac.models import resolve_model
@@ -96,6 +97,8 @@ class Trainer:
         self.engines = EngineSet(cfg.model, r, cfg.seed, use_ray=use_ray)
         self.engine = self.engines.actor(lora_rank=cfg.learner.lora_r)
         critic = critic_engine(self.engines, cfg.critic)
+        status = card_status(cfg.critic.card)  # the critic's report card, or that it was never checked
+        (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
         if critic is not self.engine:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)

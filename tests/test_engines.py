@@ -8,7 +8,7 @@ import pytest
 
 from aac.config import OpenAIConfig
 from aac.engines import EngineError, GenRequest, Sampling, make_engine
-from aac.engines.base import cut_at_stop
+from aac.engines.base import TokenLogprobs, candidate_token_ids, cut_at_stop
 
 POEM = [{"role": "user", "content": "Write a short poem about the sea."}]
 OTHER = [{"role": "user", "content": "List three colours."}]
@@ -36,6 +36,15 @@ def test_cut_at_stop_takes_the_earliest():
     assert cut_at_stop("a STOP b END", ["END", "STOP"]) == ("a ", True)
     assert cut_at_stop("abc", ["x"]) == ("abc", False)
     assert cut_at_stop("abc", None) == ("abc", False)
+
+
+def test_token_logprobs_expectation_renormalises_over_the_candidates_present():
+    import math
+
+    r = TokenLogprobs({"9": math.log(0.3), "5": math.log(0.1), "x": math.log(0.5)}, [])
+    mean, mass = r.expectation({str(d): d for d in range(10)})
+    assert mean == pytest.approx((0.3 * 9 + 0.1 * 5) / 0.4) and mass == pytest.approx(0.4)
+    assert TokenLogprobs({}, []).expectation({"1": 1}) == (None, 0.0)
 
 
 # ---------------------------------------------------------------- HF on the tiny model (fast)
@@ -73,6 +82,27 @@ def test_hf_adapter_hot_load_and_base(tiny_hf, tiny_model_path, make_random_lora
     tiny_hf.load_adapter("actor", make_random_lora(tiny_model_path, 2, std=0.5), 2)
     v2 = tiny_hf.generate([GenRequest(POEM, GREEDY, "actor")])[0]
     assert tiny_hf.adapter_version("actor") == 2 and v2.adapter_version == 2 and v2.token_ids != out[0].token_ids
+
+
+def test_hf_next_token_logprobs_are_one_forward_pass_per_batch(tiny_hf):
+    """Each digit's log-prob is the summed probability of its spellings ("7", " 7": both one token in
+    Qwen3's vocabulary), each `score`d as one token after the prompt (an independent forward pass), in a
+    left-padded batch of prompts of different lengths as alone."""
+    import math
+
+    digits = [str(d) for d in range(10)]
+    ids = candidate_token_ids(tiny_hf.tokenizer, digits)
+    requests = [GenRequest(POEM), GenRequest(OTHER), GenRequest([{"role": "user", "content": "word " * 300}])]
+    short, other, long = tiny_hf.next_token_logprobs(requests, digits)
+    assert long.error and "max_model_len" in long.error and not long.logprobs
+    for r in (short, other):
+        assert r.error is None and set(r.logprobs) == set(digits)
+        for d in digits[:3]:
+            want = math.log(sum(math.exp(tiny_hf.score(r.prompt_ids, [t], None)[0]) for t in ids[d]))
+            assert len(ids[d]) == 2 and r.logprobs[d] == pytest.approx(want, abs=1e-4)
+    assert tiny_hf.next_token_logprobs([requests[1]], digits)[0].logprobs == pytest.approx(other.logprobs, abs=1e-4)
+    with pytest.raises(EngineError, match="not a single token"):
+        tiny_hf.next_token_logprobs(requests[:1], ["several words here"])
 
 
 def test_hf_stop_string_and_overlong_prompt(tiny_hf):
@@ -166,6 +196,17 @@ def test_vllm_logprobs_are_temperature_one_and_match_score(vllm_engine, hf_smoll
 
 
 @pytest.mark.slow
+def test_vllm_next_token_logprobs_match_hf(vllm_engine, hf_smollm2):
+    """vLLM's exact candidate log-probs (`logprob_token_ids`) are HF's, with an adapter loaded."""
+    digits = [str(d) for d in range(10)]
+    requests = [GenRequest(POEM), GenRequest(OTHER)]
+    got, want = vllm_engine.next_token_logprobs(requests, digits), hf_smollm2.next_token_logprobs(requests, digits)
+    for g, w in zip(got, want):
+        assert g.error is None and g.prompt_ids == w.prompt_ids
+        assert [g.logprobs[d] for d in digits] == pytest.approx([w.logprobs[d] for d in digits], abs=2e-3)
+
+
+@pytest.mark.slow
 def test_vllm_overlong_prompt_fails_alone(vllm_engine):
     long = [{"role": "user", "content": "word " * 2100}]
     results = vllm_engine.generate([GenRequest(long, GREEDY), GenRequest(POEM, Sampling(max_tokens=4))])
@@ -187,3 +228,13 @@ def test_openai_engine_against_vllm_serve(vllm_server, vllm_engine):
         assert r.error is None and r.retries == 0
         assert r.token_ids == lo.token_ids and r.prompt_ids == lo.prompt_ids  # same model, same float32 greedy
         assert r.logprobs == pytest.approx(lo.logprobs, abs=1e-3)
+    # next-token log-probs through the chat API's top_logprobs: the digits the server's top-20 holds
+    digits = [str(d) for d in range(10)]
+    rating = [{"role": "user", "content": "Rate the sea from 0 to 9. Answer with one digit.\nRating:"}]
+    engine = make_engine("openai", "smollm2", openai=OpenAIConfig(base_url=vllm_server, timeout_s=60))
+    (remote,) = engine.next_token_logprobs([GenRequest(rating)], digits)
+    engine.close()
+    (local,) = vllm_engine.next_token_logprobs([GenRequest(rating)], digits)
+    assert remote.error is None and len(remote.logprobs) >= 5
+    for d, lp in remote.logprobs.items():
+        assert lp == pytest.approx(local.logprobs[d], abs=1e-3)

@@ -24,9 +24,9 @@ class ParsedRating:
     status: str  # "ok" | "missing" (no `Rating:` number) | "invalid" (not an integer in 0..9)
 
     @property
-    def score(self) -> float:
-        """The rating scaled to [0, 1]; 0 for a reply without a valid rating (SPEC §5)."""
-        return self.value / RATING_MAX if self.value is not None else 0.0
+    def score(self) -> Optional[float]:
+        """The rating scaled to [0, 1]; None for a reply without a valid rating (masked: SPEC §7.1 P5)."""
+        return self.value / RATING_MAX if self.value is not None else None
 
 
 def parse_rating(reply: str) -> ParsedRating:

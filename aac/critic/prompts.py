@@ -5,7 +5,9 @@
 - `symmetric`: the SYM-INFO ablation; the critic sees only what the actor sees (header, calls,
   hypothesis) and must grade from that alone.
 
-Every prompt ends by asking for `Rating: <0-9>` on the last line, parsed by `parsing.parse_rating`.
+Two scorings (`critic.scoring`): `generate` asks for reasons then `Rating: <0-9>` on the last line, parsed
+by `parsing.parse_rating`; `logprob` ends the question with the rating cue `Rating:` and asks for the
+digit alone, so the reply's first token is the rating and its next-token distribution is read.
 Before the question come two worked examples on a toy function (a poor and a better answer), as
 earlier chat turns built by the same code: they fix the reply format, which small models do not
 follow from the instruction alone (SmolLM2-135M never wrote a rating without them), and anchor the
@@ -17,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aac.config import CriticMode, CriticScoring
+
 if TYPE_CHECKING:
     from aac.critic.judgment import Judgment
 
 KINDS = ("informativeness", "hypothesis")
-MODES = ("privileged", "symmetric")
 MAX_OBSERVATIONS = 12  # most recent calls shown; older ones rarely change a grade
 MAX_FIELD_CHARS = 300  # per input / output / error shown
 MAX_TEXT_CHARS = 2000  # the graded text (plan or hypothesis) and the source code are cut beyond this
@@ -64,7 +67,10 @@ _TASK = {
     ),
 }
 
-_ANSWER = "Reply with at most two sentences of reasons, then a last line of the form `Rating: <integer 0-9>`."
+_ANSWER = {
+    "generate": "Reply with at most two sentences of reasons, then a last line of the form `Rating: <integer 0-9>`.",
+    "logprob": "Answer with the rating alone: one digit from 0 to 9.\nRating:",
+}
 
 
 def _cut(text: object, limit: int) -> str:
@@ -84,24 +90,29 @@ def format_observations(observations: list) -> str:
     return "\n".join(lines) if lines else "(no calls yet)"
 
 
-def critic_messages(judgment: Judgment, mode: str, examples: bool = True) -> list[dict]:
+def critic_messages(judgment: Judgment, mode: str, examples: bool = True, scoring: str = "generate") -> list[dict]:
     """The chat messages asking the critic for one judgment."""
-    _check(judgment.kind, mode)
+    _check(judgment.kind, mode, scoring)
     turns = [{"role": "system", "content": _SYSTEM[mode]}]
     if examples:
         for demo, answer in _examples(judgment.kind, mode):
-            turns += [{"role": "user", "content": _question(demo, mode)}, {"role": "assistant", "content": answer}]
-    return turns + [{"role": "user", "content": _question(judgment, mode)}]
+            if scoring == "logprob":  # the worked answer is the digit alone, as asked
+                answer = answer.rsplit("Rating:", 1)[1].strip()
+            turns += [{"role": "user", "content": _question(demo, mode, scoring)},
+                      {"role": "assistant", "content": answer}]
+    return turns + [{"role": "user", "content": _question(judgment, mode, scoring)}]
 
 
-def _check(kind: str, mode: str) -> None:
+def _check(kind: str, mode: str, scoring: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown judgment kind {kind!r}: expected one of {', '.join(KINDS)}")
-    if mode not in MODES:
-        raise ValueError(f"unknown critic mode {mode!r}: expected one of {', '.join(MODES)}")
+    if mode not in list(CriticMode):
+        raise ValueError(f"unknown critic mode {mode!r}: expected one of {', '.join(CriticMode)}")
+    if scoring not in list(CriticScoring):
+        raise ValueError(f"unknown critic scoring {scoring!r}: expected one of {', '.join(CriticScoring)}")
 
 
-def _question(judgment: Judgment, mode: str) -> str:
+def _question(judgment: Judgment, mode: str, scoring: str) -> str:
     inst = judgment.instance
     parts = []
     if mode == "privileged":
@@ -115,7 +126,7 @@ def _question(judgment: Judgment, mode: str) -> str:
     else:
         described = judgment.text or judgment.hypothesis
         parts.append(f"Agent's description of the function:\n{_cut(described, MAX_TEXT_CHARS) or '(empty)'}")
-    parts += [_TASK[(judgment.kind, mode)], _ANSWER]
+    parts += [_TASK[(judgment.kind, mode)], _ANSWER[scoring]]
     return "\n\n".join(parts)
 
 

@@ -4,7 +4,11 @@ An `Engine` takes a batch of chat requests and returns one result per request, i
 names the LoRA adapter to use (None = the base model). Backends: `vllm` (in-process, one engine for
 actor and critic), `hf` (transformers `generate` + peft) and `openai` (any compatible endpoint).
 
-Log-probs, wherever an engine returns them (`GenResult.logprobs`, `Engine.score`), are the natural
+`next_token_logprobs` is the scoring call (a rating read from one forward pass): for each chat, the
+log-probs that the reply's first token is each of a few candidate strings (e.g. the ten digits).
+
+Log-probs, wherever an engine returns them (`GenResult.logprobs`, `Engine.score`,
+`Engine.next_token_logprobs`), are the natural
 log-probability of each token under the model's *unmodified* next-token distribution, i.e. softmax of
 the raw logits at temperature 1.0 without top-p: the quantity the learner's policy computes, whatever
 temperature/top-p the token was sampled with.
@@ -12,8 +16,10 @@ temperature/top-p the token was sampled with.
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -65,6 +71,25 @@ class GenResult:
 
 
 @dataclass
+class TokenLogprobs:
+    """The next token's log-probs over candidate strings, for one chat (`Engine.next_token_logprobs`)."""
+
+    logprobs: dict[str, float]  # candidate -> log-prob; absent: the backend cannot see it (endpoint top-k)
+    prompt_ids: list[int]  # the chat-templated prompt (empty from an endpoint)
+    error: Optional[str] = None  # the request failed (then logprobs is empty)
+    retries: int = 0
+
+    def expectation(self, values: Mapping[str, float]) -> tuple[Optional[float], float]:
+        """The probability-weighted mean of `values` over the candidates present, renormalised over
+        them (G-Eval), and the probability mass they hold (None, 0.0 when none is present)."""
+        probs = {c: math.exp(lp) for c, lp in self.logprobs.items() if c in values}
+        mass = sum(probs.values())
+        if mass <= 0.0:
+            return None, 0.0
+        return sum(p * values[c] for c, p in probs.items()) / mass, mass
+
+
+@dataclass
 class EngineStats:
     """Counters every engine keeps; `as_dict()` is what goes into the logs."""
 
@@ -107,6 +132,13 @@ class Engine(ABC):
     def score(self, prompt_ids: list[int], completion_ids: list[int], adapter: Optional[str]) -> list[float]:
         """Per-token log-probs of `completion_ids` after `prompt_ids` (one per completion token)."""
 
+    def next_token_logprobs(self, requests: list[GenRequest], candidates: list[str]) -> list[TokenLogprobs]:
+        """For each chat (its messages and adapter; the sampling is ignored), the log-prob that the reply
+        starts with each candidate: one forward pass, no token sampled. A token that is a candidate
+        after stripping whitespace counts for it (" 7" and "7" both count for "7"). In order; a failed
+        request has `error` set."""
+        raise EngineError(f"the {self.kind or type(self).__name__} engine cannot return next-token log-probs")
+
     @abstractmethod
     def close(self) -> None:
         """Release the model and any processes; idempotent."""
@@ -127,6 +159,37 @@ class Engine(ABC):
         s.generated_tokens += sum(len(r.token_ids) for r in results)
         s.busy_s += time.perf_counter() - started
 
+    def _account_next_token(self, results: list[TokenLogprobs], started: float) -> None:
+        s = self.stats
+        s.requests += len(results)
+        s.errors += sum(r.error is not None for r in results)
+        s.retries += sum(r.retries for r in results)
+        s.prompt_tokens += sum(len(r.prompt_ids) for r in results)
+        s.busy_s += time.perf_counter() - started
+
+
+def candidate_token_ids(tokenizer: Any, candidates: list[str]) -> dict[str, list[int]]:
+    """The single-token spellings of each candidate ("7", and " 7" where that is one token)."""
+    out: dict[str, list[int]] = {}
+    for c in candidates:
+        ids = {enc[0] for text in (c, " " + c)
+               if len(enc := tokenizer.encode(text, add_special_tokens=False)) == 1}
+        if not ids:
+            raise EngineError(f"candidate {c!r} is not a single token of this tokenizer")
+        out[c] = sorted(ids)
+    return out
+
+
+def merge_candidates(token_logprobs: Mapping[int, float], ids: Mapping[str, list[int]]) -> dict[str, float]:
+    """Candidate -> log-prob, summing the probability of each candidate's spellings."""
+    out = {}
+    for c, spellings in ids.items():
+        present = [token_logprobs[t] for t in spellings if t in token_logprobs]
+        if present:
+            top = max(present)
+            out[c] = top + math.log(sum(math.exp(lp - top) for lp in present))
+    return out
+
 
 def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Optional[dict] = None) -> list[int]:
     """Token ids of `messages` under the model's chat template, ready for the assistant's reply.
@@ -144,7 +207,16 @@ def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Opti
 def too_long(request: GenRequest, prompt_ids: list[int], max_model_len: int) -> GenResult:
     """The error result for a prompt that leaves no room to generate (the batch's others still run)."""
     return GenResult("", prompt_ids, [], None, "error", request.adapter, None,
-                     error=f"prompt of {len(prompt_ids)} tokens leaves no room in max_model_len={max_model_len}")
+                     error=_too_long_message(prompt_ids, max_model_len))
+
+
+def too_long_logprobs(prompt_ids: list[int], max_model_len: int) -> TokenLogprobs:
+    """The same for `next_token_logprobs` (a prompt with no room for one more token)."""
+    return TokenLogprobs({}, prompt_ids, error=_too_long_message(prompt_ids, max_model_len))
+
+
+def _too_long_message(prompt_ids: list[int], max_model_len: int) -> str:
+    return f"prompt of {len(prompt_ids)} tokens leaves no room in max_model_len={max_model_len}"
 
 
 def cut_at_stop(text: str, stop: Optional[list[str]]) -> tuple[str, bool]:

@@ -24,9 +24,13 @@ from aac.engines.base import (
     GenRequest,
     GenResult,
     Sampling,
+    TokenLogprobs,
+    candidate_token_ids,
     cut_at_stop,
+    merge_candidates,
     render_chat,
     too_long,
+    too_long_logprobs,
 )
 
 
@@ -191,6 +195,40 @@ class HFEngine(Engine):
                 text = cut_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop)[0]
                 return tokens, text, True
         return tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), end is not None
+
+    def next_token_logprobs(self, requests: list[GenRequest], candidates: list[str]) -> list[TokenLogprobs]:
+        import torch
+
+        started = time.perf_counter()
+        ids = candidate_token_ids(self.tokenizer, candidates)
+        wanted = sorted({t for spellings in ids.values() for t in spellings})
+        prompts = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
+        for r in requests:
+            self._use(r.adapter)
+        results: list[Optional[TokenLogprobs]] = [
+            too_long_logprobs(p, self.max_model_len) if len(p) >= self.max_model_len else None for p in prompts]
+        groups: dict[Optional[str], list[int]] = {}
+        for i, r in enumerate(requests):
+            if results[i] is None:
+                groups.setdefault(r.adapter, []).append(i)
+        with self._lock:
+            for adapter, idx in groups.items():
+                for start in range(0, len(idx), self.batch_size):
+                    chunk = idx[start:start + self.batch_size]
+                    width = max(len(prompts[i]) for i in chunk)
+                    input_ids = torch.tensor([[self.pad_id] * (width - len(prompts[i])) + prompts[i] for i in chunk],
+                                             device=self.device)
+                    mask = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in chunk],
+                                        device=self.device)
+                    positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding must not shift positions
+                    with torch.no_grad(), self._use(adapter):
+                        logits = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits
+                    logps = logits[:, -1].float().log_softmax(-1)[:, wanted].tolist()
+                    for i, row in zip(chunk, logps):
+                        results[i] = TokenLogprobs(merge_candidates(dict(zip(wanted, row)), ids), prompts[i])
+        done = [r for r in results if r is not None]
+        self._account_next_token(done, started)
+        return done
 
     def score(self, prompt_ids: list[int], completion_ids: list[int], adapter: Optional[str]) -> list[float]:
         if not completion_ids:

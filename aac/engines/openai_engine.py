@@ -6,6 +6,10 @@ transient failures: timeouts, connection errors, 408/409/429 and 5xx. A request 
 comes back as a `GenResult` with finish_reason="error" and the reason: one bad request never sinks
 the batch, and callers (the critic) count it.
 
+`next_token_logprobs` asks for one token with `logprobs` / `top_logprobs` (the chat completions API):
+an endpoint returns only its top `OpenAIConfig.top_logprobs` tokens (OpenAI: at most 20), so a
+candidate outside them is absent from the result.
+
 Adapters are whatever the server serves under a model name (`vllm serve --lora-modules name=path`):
 `GenRequest.adapter` names it; this engine cannot hot-load one. Token ids come back only from servers
 that return them (vLLM's `return_token_ids`, enabled with `return_token_ids=True`), else they are empty.
@@ -13,14 +17,18 @@ that return them (vLLM's `return_token_ids`, enabled with `return_token_ids=True
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
-from aac.engines.base import Engine, GenRequest, GenResult
+from aac.engines.base import Engine, GenRequest, GenResult, TokenLogprobs
+
+T = TypeVar("T")
 
 _RETRY_STATUS = {408, 409, 429}
 
@@ -80,30 +88,67 @@ class OpenAIEngine(Engine):
         with self._jitter_lock:
             return self.cfg.backoff_s * (2 ** attempt) * self._jitter.uniform(0.5, 1.0)
 
+    def next_token_logprobs(self, requests: list[GenRequest], candidates: list[str]) -> list[TokenLogprobs]:
+        started = time.perf_counter()
+        wanted = set(candidates)
+
+        def call(request: GenRequest, retries: int) -> TokenLogprobs:
+            response = self.client.chat.completions.create(
+                **self._common(request), temperature=0.0, max_tokens=1, logprobs=True,
+                top_logprobs=self.cfg.top_logprobs, extra_body=self._extra() or None)
+            content = response.choices[0].logprobs.content if response.choices[0].logprobs else None
+            probs: dict[str, float] = {}
+            for top in (content[0].top_logprobs if content else []):  # " 7" and "7" both count for "7"
+                if top.token.strip() in wanted:
+                    probs[top.token.strip()] = probs.get(top.token.strip(), 0.0) + math.exp(top.logprob)
+            return TokenLogprobs({c: math.log(p) for c, p in probs.items() if p > 0},
+                                 list(getattr(response, "prompt_token_ids", None) or []), retries=retries)
+
+        def failed(request: GenRequest, error: str, retries: int) -> TokenLogprobs:
+            return TokenLogprobs({}, [], error=error, retries=retries)
+
+        results = list(self.pool.map(lambda r: self._with_retries(call, failed, r), requests))
+        self._account_next_token(results, started)
+        return results
+
     def _one(self, request: GenRequest) -> GenResult:
+        def failed(request: GenRequest, error: str, retries: int) -> GenResult:
+            return GenResult("", [], [], None, "error", request.adapter, None, error=error, retries=retries)
+
+        return self._with_retries(self._call, failed, request)
+
+    def _with_retries(self, call: Callable[[GenRequest, int], T], failed: Callable[[GenRequest, str, int], T],
+                      request: GenRequest) -> T:
         retries = 0
         while True:
             try:
-                return self._call(request, retries)
+                return call(request, retries)
             except Exception as e:  # every failure is reported per request, never raised into the batch
                 if retries < self.cfg.max_retries and _transient(e):
                     time.sleep(self._backoff(retries))
                     retries += 1
                     continue
-                return GenResult("", [], [], None, "error", request.adapter, None,
-                                 error=f"{type(e).__name__}: {e}"[:500], retries=retries)
+                return failed(request, f"{type(e).__name__}: {e}"[:500], retries)
 
-    def _call(self, request: GenRequest, retries: int) -> GenResult:
-        s = request.sampling
+    def _common(self, request: GenRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = dict(model=request.adapter or self.model, messages=request.messages)
+        if request.sampling.seed is not None:
+            kwargs["seed"] = request.sampling.seed
+        return kwargs
+
+    def _extra(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if self.chat_template_kwargs:
             extra["chat_template_kwargs"] = self.chat_template_kwargs
         if self.return_token_ids:
             extra["return_token_ids"] = True
-        kwargs: dict[str, Any] = dict(model=request.adapter or self.model, messages=request.messages,
-                                      temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens)
-        if s.seed is not None:
-            kwargs["seed"] = s.seed
+        return extra
+
+    def _call(self, request: GenRequest, retries: int) -> GenResult:
+        s = request.sampling
+        extra = self._extra()
+        kwargs: dict[str, Any] = dict(self._common(request), temperature=s.temperature, top_p=s.top_p,
+                                      max_tokens=s.max_tokens)
         if s.stop:
             kwargs["stop"] = list(s.stop)
         if s.logprobs:

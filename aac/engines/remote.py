@@ -43,6 +43,9 @@ class RemoteEngine(Engine):
     def score(self, prompt_ids, completion_ids, adapter):
         return self._call("score", prompt_ids, completion_ids, adapter)
 
+    def next_token_logprobs(self, requests, candidates):
+        return self._call("next_token_logprobs", requests, candidates)
+
     def close(self):
         return None  # the engine actor's owner closes it
 
@@ -67,6 +70,9 @@ class EngineHost:
 
     def score(self, prompt_ids, completion_ids, adapter):
         return self.engine.score(prompt_ids, completion_ids, adapter)
+
+    def next_token_logprobs(self, requests, candidates):
+        return self.engine.next_token_logprobs(requests, candidates)
 
     def close(self):
         return self.engine.close()

@@ -28,7 +28,19 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from aac.engines.base import Engine, EngineError, GenRequest, GenResult, Sampling, render_chat, too_long
+from aac.engines.base import (
+    Engine,
+    EngineError,
+    GenRequest,
+    GenResult,
+    Sampling,
+    TokenLogprobs,
+    candidate_token_ids,
+    merge_candidates,
+    render_chat,
+    too_long,
+    too_long_logprobs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +221,34 @@ class VLLMEngine(Engine):
                                    finish_reason=finish, adapter=req.adapter, adapter_version=loras[i][1])
         done = [r for r in results if r is not None]
         self._account(done, started)
+        return done
+
+    def next_token_logprobs(self, requests: list[GenRequest], candidates: list[str]) -> list[TokenLogprobs]:
+        if not requests:
+            return []
+        started = time.perf_counter()
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        ids = candidate_token_ids(self.tokenizer, candidates)
+        # logprob_token_ids: the exact raw log-probs of just these tokens (not a top-k); one token decoded
+        params = SamplingParams(max_tokens=1, temperature=0.0,
+                                logprob_token_ids=sorted({t for spellings in ids.values() for t in spellings}))
+        prompt_ids = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
+        results: list[Optional[TokenLogprobs]] = [
+            too_long_logprobs(p, self.max_model_len) if len(p) >= self.max_model_len else None for p in prompt_ids]
+        run = [i for i, r in enumerate(results) if r is None]
+        with self._lock:
+            loras = [self._lora(r.adapter)[0] for r in requests]
+            use_lora = self._use_lora(any(requests[i].adapter is not None for i in run))
+            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=prompt_ids[i]) for i in run], params,
+                                        lora_request=[loras[i] for i in run] if use_lora else None,
+                                        use_tqdm=False) if run else []
+        for i, out in zip(run, outputs):
+            step = out.outputs[0].logprobs[0]
+            results[i] = TokenLogprobs(merge_candidates({t: lp.logprob for t, lp in step.items()}, ids), prompt_ids[i])
+        done = [r for r in results if r is not None]
+        self._account_next_token(done, started)
         return done
 
     def score(self, prompt_ids: list[int], completion_ids: list[int], adapter: Optional[str]) -> list[float]:

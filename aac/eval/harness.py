@@ -18,7 +18,7 @@ from aac.cli import output_dir
 from aac.config import validate
 from aac.eval import records
 from aac.eval.codematch import CodeMatcher
-from aac.eval.judge import Judge
+from aac.eval.judge import Judge, LogprobJudge, make_judge
 from aac.eval.lm import EngineCompleter
 from aac.eval.report import write_report
 from aac.progress import bar
@@ -113,11 +113,11 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
 
 
-def scorers(cfg: Any, engines: EngineSet, pool: Any) -> tuple[Judge, CodeMatcher]:
+def scorers(cfg: Any, engines: EngineSet, pool: Any) -> tuple[Judge | LogprobJudge, CodeMatcher]:
     """The judge and the code matcher of `eval.*` (shared by `aac.eval` and training's held-out eval)."""
     e = cfg.eval
     kind = e.judge_engine or e.engine or cfg.rollout.engine
-    judge = Judge(EngineCompleter(engines.get(kind, e.judge_model or cfg.model.name), e.judge_max_tokens))
+    judge = make_judge(engines.get(kind, e.judge_model or cfg.model.name), e.judge_scoring, e.judge_max_tokens)
     coder = EngineCompleter(engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
     return judge, CodeMatcher(coder, pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args)
 

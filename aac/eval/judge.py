@@ -2,15 +2,20 @@
 
 Greedy; the reply ends with `Rating: n`; a reply without a rating in 1..5 scores 1 and is
 counted as unparsable (a health number of the judge, reported next to the score).
+`eval.judge_scoring=logprob` (`LogprobJudge`): the same rubric ends with the rating cue and the
+engine returns the next token's log-probs over 1..5; the rating is their probability-weighted mean
+(G-Eval): one forward pass per item, nothing to parse.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from aac.engines.base import GenRequest
 from aac.env.prompts import strip_think
-from aac.eval.lm import Completer
+from aac.eval.lm import Completer, EngineCompleter, EngineFailure
 
 SYSTEM = "You are a careful grader of descriptions of Python functions. You answer concisely."
 
@@ -34,13 +39,19 @@ Reference description:
 Predicted description:
 {predicted}
 
-Explain your judgement in at most three sentences, then end with a final line `Rating: <1-5>`."""
+{answer}"""
+ANSWER = {
+    "generate": "Explain your judgement in at most three sentences, then end with a final line `Rating: <1-5>`.",
+    "logprob": "Answer with the rating alone: one digit from 1 to 5.\nRating:",
+}
+RATINGS = {str(k): k for k in range(1, 6)}
 
 _RATING = re.compile(r"rating\W{0,6}([1-5])(?![\d.]*\d)", re.IGNORECASE)
 
 
-def judge_messages(header: str, gold: str, predicted: str) -> list[dict]:
-    user = RUBRIC.format(header=header.strip(), gold=gold.strip(), predicted=predicted.strip())
+def judge_messages(header: str, gold: str, predicted: str, scoring: str = "generate") -> list[dict]:
+    user = RUBRIC.format(header=header.strip(), gold=gold.strip(), predicted=predicted.strip(),
+                         answer=ANSWER[scoring])
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -52,9 +63,10 @@ def parse_rating(text: str) -> int | None:
 
 @dataclass(frozen=True)
 class Rating:
-    score: int  # 1..5; unparsable -> 1
+    score: int  # 1..5; unparsable -> 1 (logprob: the expected rating, rounded)
     parsed: bool
     text: str  # the judge's reply, kept for inspection
+    expected: float | None = None  # logprob: the probability-weighted mean rating in [1, 5]
 
 
 def rating_from_reply(text: str) -> Rating:
@@ -75,3 +87,35 @@ class Judge:
         for i, reply in zip(asked, replies):
             out[i] = rating_from_reply(reply)
         return out
+
+
+class LogprobJudge:
+    """`Judge` by next-token log-probs: the same interface, one forward pass per item."""
+
+    def __init__(self, engine: Any, adapter: str | None = None):
+        self.engine = engine
+        self.adapter = adapter
+
+    def rate(self, items: list[tuple[str, str, str]]) -> list[Rating]:
+        asked = [i for i, (_, _, pred) in enumerate(items) if pred.strip()]
+        requests = [GenRequest(judge_messages(*items[i], scoring="logprob"), adapter=self.adapter) for i in asked]
+        results = self.engine.next_token_logprobs(requests, list(RATINGS)) if requests else []
+        failed = [r for r in results if r.error is not None]
+        if failed:  # as EngineCompleter: an outage must not be stored as real scores
+            raise EngineFailure(f"{len(failed)} of {len(results)} requests failed: {failed[0].error}")
+        out = [Rating(score=1, parsed=True, text="(empty prediction)")] * len(items)
+        for i, r in zip(asked, results):
+            mean, mass = r.expectation(RATINGS)
+            out[i] = (Rating(score=1, parsed=False, text="(no rating digit among the log-probs)") if mean is None
+                      else Rating(score=int(mean + 0.5), parsed=True, expected=mean,
+                                  text=f"expected rating {mean:.3f} (rating digits hold {mass:.0%})"))
+        return out
+
+
+def make_judge(engine: Any, scoring: str, max_tokens: int, adapter: str | None = None) -> Judge | LogprobJudge:
+    """The eval judge for `eval.judge_scoring` (generate | logprob) on `engine`."""
+    if scoring == "logprob":
+        return LogprobJudge(engine, adapter)
+    if scoring != "generate":
+        raise ValueError(f"eval.judge_scoring={scoring!r} is not one of: {', '.join(ANSWER)}")
+    return Judge(EngineCompleter(engine, max_tokens, adapter=adapter))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from aac.engines import Engine
-from aac.env.protocol import Phase, ProtocolConfig
+from aac.env.protocol import Phase, ProtocolConfig, sandbox_caller
 from aac.rewards.schedule import episode_rewards, judgment_kind
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.record import interactive_record
@@ -96,9 +96,11 @@ class RolloutWorker:
         self.engine = actor_engine
         self.pool = SandboxPool.from_config(env.sandbox)
         self.spread_list = env.spread_list_args
-        self.critic = PrivilegedCritic(critic_engine, critic)
+        # coverage informativeness runs the function in this worker's sandbox, under the same argument rule
+        self.critic = PrivilegedCritic(critic_engine, critic, caller=sandbox_caller(self.pool, spread_list=self.spread_list))
 
     def close(self) -> None:
+        self.critic.close()
         self.pool.close()
 
     def run(self, specs: list[EpisodeSpec], *, adapter: Optional[str], seed: int,

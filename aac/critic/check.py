@@ -1,0 +1,76 @@
+"""`python -m aac.critic.check`: the report card of a configured critic (aac/critic/card.py).
+
+The critic is built exactly as training builds it (`aac.assembly` from the composed config), so the
+overrides are the training ones:
+
+    python -m aac.critic.check                                   # the embedded critic (SmolLM2, vllm)
+    python -m aac.critic.check critic.scoring=logprob
+    python -m aac.critic.check critic.backend=openai critic.openai.base_url=http://127.0.0.1:8000/v1 \\
+        critic.openai.model=NAME critic.scoring=logprob --out runs/critic_card/NAME
+    python -m aac.critic.check --data path/to/test.jsonl --limit 50 critic.backend=hf
+
+Writes OUT/card.json and OUT/card.png and prints the headline; train with critic.card=OUT/card.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+
+def critic_about(cfg, data: str, split: str) -> dict:
+    """What the card was measured on: the critic's settings that change its scores."""
+    c = cfg.critic
+    about = {"model": c.model or cfg.model.name, "backend": c.backend or cfg.rollout.engine, "scoring": c.scoring,
+             "mode": c.mode, "examples": bool(c.examples), "max_tokens": c.max_tokens,
+             "temperature": c.temperature, "data": data, "split": split}
+    if about["backend"] == "openai":
+        about.update(base_url=c.openai.base_url, served_model=c.openai.model)
+    return about
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m aac.critic.check", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="builtin:humaneval", help="dataset spec, as env.data (default %(default)s)")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--limit", type=int, default=None, help="first N functions (default: all)")
+    ap.add_argument("--out", default=None, help="output folder (default runs/critic_card/MODEL-BACKEND-SCORING)")
+    ap.add_argument("overrides", nargs="*", help="config overrides as in training (critic.*, model.*, rollout.*)")
+    args = ap.parse_args(argv)
+
+    from aac.assembly import EngineSet, critic_engine
+    from aac.config import compose
+    from aac.critic.card import card_headline, run_card, write_card
+    from aac.critic.critic import PrivilegedCritic
+    from aac.datasets import load_instances
+
+    try:
+        cfg = compose(*args.overrides)
+    except Exception as e:  # Hydra and validation errors: one line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"aac.critic.check: bad config: {msg}", file=sys.stderr)
+        return 2
+    instances = load_instances(args.data, split=args.split, limit=args.limit)
+    if len(instances) < 2:
+        print(f"aac.critic.check: need at least 2 functions, {args.data}:{args.split} has {len(instances)}",
+              file=sys.stderr)
+        return 2
+    about = critic_about(cfg, args.data, args.split)
+    out = args.out or f"runs/critic_card/{about['model']}-{about['backend']}-{about['scoring']}".replace(":", "_")
+    engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)
+    critic = PrivilegedCritic(critic_engine(engines, cfg.critic), cfg.critic, seed=cfg.seed)
+    try:
+        card = run_card(critic, instances, about)
+    finally:
+        critic.close()
+        engines.close()
+    json_path, png_path = write_card(card, out)
+    print(card_headline(json_path))
+    print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
