@@ -155,7 +155,7 @@ class Trainer:
         from aac.learner import Sample
 
         return [
-            Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, old_logprobs=t.logprobs, advantage=a)
+            Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, sampling_logprobs=t.logprobs, advantage=a)
             for ep, adv in zip(batch.episodes, advantages)
             for t, a in zip(ep.turns, adv)
             if t.token_ids

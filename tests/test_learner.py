@@ -105,14 +105,15 @@ def test_collate_aligns_completion_tokens():
     assert b.input_ids.tolist() == [[1, 2, 3, 4, 5], [9, 8, 0, 0, 0]]
     assert b.loss_mask.tolist() == [[False, False, True, True], [True, False, False, False]]
     assert b.adv[0].tolist() == [0.0, 0.0, 0.5, 0.5] and b.adv[1, 0].item() == -1.0
-    assert b.old_logp[0, 2:].tolist() == pytest.approx([-0.1, -0.2]) and math.isnan(b.old_logp[1, 0].item())
+    assert b.sampling_logp[0, 2:].tolist() == pytest.approx([-0.1, -0.2]) and math.isnan(b.sampling_logp[1, 0].item())
+    assert torch.isnan(b.old_logp).all()  # no pi_old given: the pass uses its own
     assert b.first == 0
 
 
 def test_bad_samples_are_clear_errors(learner):
     with pytest.raises(ValueError, match="non-empty prompt"):
         learner.update([Sample([], [1, 2], [], 1.0)])
-    with pytest.raises(ValueError, match="2 old_logprobs for 3"):
+    with pytest.raises(ValueError, match="2 sampling_logprobs for 3"):
         learner.update([Sample([1], [1, 2, 3], [-1.0, -1.0], 1.0)])
     with pytest.raises(ValueError, match="no samples"):
         learner.update([])
