@@ -10,7 +10,7 @@ situation in miniature, on CPU), side by side with a float32 engine, in one run.
    (synced) and the previous one (stale); `sync_tolerance` must lie between the two for both dtypes.
 
     python benchmarks/bench_ratio.py                    # tiny_qwen3
-    python benchmarks/bench_ratio.py smollm2_135m 1e-4  # a real model, its lr for the stale step
+    python benchmarks/bench_ratio.py smollm2_135m 1e-3 4 24  # a real model; lr, turns, tokens per turn
 """
 
 from __future__ import annotations
@@ -82,4 +82,4 @@ def main(model: str = "tiny_qwen3", lr: float = 1e-2, episodes: int = 8, max_tok
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main(*(args[:1]), *(float(a) for a in args[1:2]))
+    main(*args[:1], *(float(a) for a in args[1:2]), *(int(a) for a in args[2:4]))

@@ -83,7 +83,7 @@ class Learner:
     def __init__(self, cfg: Any, model_path: str, seed: int = 0, *, base_model: Optional[PreTrainedModel] = None):
         if cfg.tis_cap is not None and not cfg.tis_cap > 0:
             raise ValueError(f"learner.tis_cap must be > 0 or null, got {cfg.tis_cap}")
-        minibatch_indices(1, cfg.ppo_minibatches)
+        minibatch_indices(1, cfg.ppo_minibatches)  # a bad value fails here, not at the first update
         self.cfg = cfg
         self.device = _device()
         base = base_model if base_model is not None else load_base_model(model_path, cfg.dtype)
@@ -115,7 +115,8 @@ class Learner:
                           old_logprobs: Optional[Sequence[list[float]]] = None) -> dict[str, Any]:
         """This mini-batch's gradients (micro-batches accumulated) on the trainable parameters; no step.
 
-        `old_logprobs[i]`: sample i's pi_old (default: this pass's log-probs, detached: ratio 1)."""
+        `old_logprobs[i]`: sample i's pi_old (default: this pass's log-probs, detached: ratio 1).
+        Returns the loss metrics, token counts and `is_sums` (pooled `truncated_is_weight` sums)."""
         if not samples:
             raise ValueError("Learner: no samples")
         for s in samples:

@@ -11,6 +11,8 @@ Per step (defaults: lambda_h = 2, p_parse = 0.5, T_max = 40):
   The hypothesis term is a potential difference (Ng et al. 1999) over Phi = lambda_h * s: it
   telescopes, so an episode's hypothesis terms add up to `lambda_h * s_final`. s_prev is the last
   *judged* hypothesis's score, 0 before the first (the initial "not yet formed" describes nothing).
+  A better hypothesis raises its own turn's reward; the next turn's step is smaller by as much, so
+  the credit stays with the turn that improved it and the return only sees the final quality.
 - the terminal decision: the YES reflect also gets `lambda_h * b_term(True, s)`: +lambda_h for a
   right stop (s > stop_threshold), -lambda_h for a premature one. Once per episode, on the turn that
   decided. The table's per-turn "right to go on" bonus (+lambda_h on every NO with s < 0.3) is not
