@@ -172,11 +172,27 @@ class Trainer:
                 out[i] = adv
         return out  # type: ignore[return-value]
 
+    def _signal(self, batch: Any, advantages: list[list[float]]) -> dict[str, float]:
+        """Where this batch's training signal went (zero advantages, flat groups, critic scores)."""
+        from aac.rewards.accounting import signal_accounting
+        from aac.rewards.terms import HYPOTHESIS, INFORMATIVENESS
+
+        eps = batch.episodes
+        acc = signal_accounting(
+            groups=[(ep.group, ep.uid) for ep in eps], phases=[[t.phase for t in ep.turns] for ep in eps],
+            tokens=[[len(t.token_ids) for t in ep.turns] for ep in eps], advantages=advantages,
+            rewards=[[t.reward for t in ep.turns] for ep in eps],
+            scores={kind: [t.score for ep in eps for t in ep.turns if t.judged == kind]
+                    for kind in (INFORMATIVENESS, HYPOTHESIS)})
+        for warning in acc.warnings:
+            log.warning("step %d: %s", self.step + 1, warning)
+        return acc.metrics
+
     def samples(self, batch: Any, advantages: list[list[float]]) -> list[Any]:
         from aac.learner import Sample
 
         return [
-            Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, old_logprobs=t.logprobs, advantage=a)
+            Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, sampling_logprobs=t.logprobs, advantage=a)
             for ep, adv in zip(batch.episodes, advantages)
             for t, a in zip(ep.turns, adv)
             if t.token_ids
@@ -222,6 +238,7 @@ class Trainer:
         probe = (probe_turn.prompt_ids, probe_turn.token_ids[:32]) if probe_turn else None
         sync = self._sync(self.version, probe)
         m = rollout_metrics(batch, self.cfg.rewards.stop_threshold)
+        m.update(self._signal(batch, adv))
         m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
         m.update(sync)
         m["time/rollout_s"], m["time/update_s"] = t_roll, t_upd

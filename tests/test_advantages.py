@@ -35,6 +35,8 @@ def test_group_normalize_uses_population_std():
     assert group_normalize([1.0, 3.0], EPS) == pytest.approx([-1.0, 1.0], abs=1e-5)  # std = 1, not sqrt(2)
     assert group_normalize([5.0], EPS) == [0.0]
     assert group_normalize([], EPS) == []
+    # equal values: exactly 0, not the mean's rounding residue over eps (0.1 * 3 / 3 != 0.1)
+    assert group_normalize([0.1, 0.1, 0.1], EPS) == [0.0, 0.0, 0.0]
 
 
 def test_final_equals_the_release():

@@ -105,14 +105,15 @@ def test_collate_aligns_completion_tokens():
     assert b.input_ids.tolist() == [[1, 2, 3, 4, 5], [9, 8, 0, 0, 0]]
     assert b.loss_mask.tolist() == [[False, False, True, True], [True, False, False, False]]
     assert b.adv[0].tolist() == [0.0, 0.0, 0.5, 0.5] and b.adv[1, 0].item() == -1.0
-    assert b.old_logp[0, 2:].tolist() == pytest.approx([-0.1, -0.2]) and math.isnan(b.old_logp[1, 0].item())
+    assert b.sampling_logp[0, 2:].tolist() == pytest.approx([-0.1, -0.2]) and math.isnan(b.sampling_logp[1, 0].item())
+    assert torch.isnan(b.old_logp).all()  # no pi_old given: the pass uses its own
     assert b.first == 0
 
 
 def test_bad_samples_are_clear_errors(learner):
     with pytest.raises(ValueError, match="non-empty prompt"):
         learner.update([Sample([], [1, 2], [], 1.0)])
-    with pytest.raises(ValueError, match="2 old_logprobs for 3"):
+    with pytest.raises(ValueError, match="2 sampling_logprobs for 3"):
         learner.update([Sample([1], [1, 2, 3], [-1.0, -1.0], 1.0)])
     with pytest.raises(ValueError, match="no samples"):
         learner.update([])
@@ -144,6 +145,53 @@ def test_update_loss_at_ratio_one_and_kl_from_zero(learner):
     assert m["kl"] == 0.0  # the fresh adapter is the identity: policy == reference
     assert m["clip_frac"] == 0.0 and not m["skipped"] and m["loss_tokens"] == 8 and m["tokens"] == 36
     assert learner.update(batch)["kl"] > 0.0
+
+
+def test_pi_old_is_the_learners_so_one_minibatch_has_ratio_one(learner):
+    # the engine's log-probs are ~-7 +- 0.3 (far from the learner's): today's ratio would clip
+    m = learner.update(samples())
+    assert m["clip_frac"] == 0.0 and m["minibatches"] == 1 and m["steps"] == 1
+    gap = m["sampling/logprob_gap"]
+    assert 0.0 < gap and math.isfinite(m["sampling/is_weight_mean"]) and m["sampling/is_weight_max"] > 0
+
+
+def test_truncated_importance_weight_by_hand(tiny_model_path):
+    # the engine's log-prob of each token is the learner's minus delta: weight min(exp(delta), cap)
+    deltas = [math.log(3.0), math.log(0.5), 0.0, math.log(1.5), math.log(4.0)]
+    runs = {}
+    for cap in (2.0, None):
+        learner = Learner(config(tis_cap=cap, kl_coef=0.0), tiny_model_path, seed=0)
+        own = learner.token_logprobs(PROMPT, COMPLETION)
+        engine = [lp - d for lp, d in zip(own, deltas)]
+        runs[cap] = learner.update([Sample(PROMPT, COMPLETION, engine, 1.0)])
+    capped, raw = [min(math.exp(d), 2.0) for d in deltas], [math.exp(d) for d in deltas]
+    assert runs[2.0]["loss"] == pytest.approx(-sum(capped) / 5, rel=1e-5)  # ratio 1: -A * w per token
+    assert runs[None]["loss"] == pytest.approx(-sum(raw) / 5, rel=1e-5)
+    for m in runs.values():  # the statistics are of the untruncated weight
+        assert m["sampling/logprob_gap"] == pytest.approx(sum(abs(d) for d in deltas) / 5, rel=1e-4)
+        assert m["sampling/is_weight_mean"] == pytest.approx(sum(raw) / 5, rel=1e-4)
+        assert m["sampling/is_weight_max"] == pytest.approx(4.0, rel=1e-4)
+    assert runs[2.0]["sampling/is_truncated_frac"] == pytest.approx(2 / 5) and runs[None]["sampling/is_truncated_frac"] == 0
+    nan = Learner(config(), tiny_model_path).update([Sample(PROMPT, COMPLETION, [], 1.0)])
+    assert all(math.isnan(nan[k]) for k in ("sampling/logprob_gap", "sampling/is_weight_mean"))
+
+
+def test_several_minibatches_make_the_clip_a_trust_region(tiny_model_path):
+    learner = Learner(config(ppo_minibatches=3, lr=0.3), tiny_model_path, seed=0)
+    m = learner.update(samples() + samples())
+    clip = [part["clip_frac"] for part in m["per_minibatch"]]
+    assert m["minibatches"] == 3 and m["steps"] == 3 and learner.steps == 3
+    assert clip[0] == 0.0  # pi_old recomputed before any step: the first mini-batch is at ratio 1
+    assert max(clip[1:]) > 0.0  # the later ones moved away from pi_old and are clipped
+    assert m["clip_frac"] == pytest.approx(sum(c * p["loss_tokens"] for c, p in zip(clip, m["per_minibatch"]))
+                                           / m["loss_tokens"])
+    one = Learner(config(lr=0.3), tiny_model_path, seed=0)
+    one.update(samples() + samples())
+    assert one.steps == 1 and not torch.equal(flat(one), flat(learner))
+    with pytest.raises(ValueError, match="ppo_minibatches"):
+        Learner(config(ppo_minibatches=0), tiny_model_path)
+    with pytest.raises(ValueError, match="tis_cap"):
+        Learner(config(tis_cap=0.0), tiny_model_path)
 
 
 def test_all_zero_advantages_skip_the_step(learner):
@@ -245,3 +293,37 @@ def test_deepspeed_zero2_state_roundtrip_and_skip(tiny_model_path):
     assert torch.equal(flat(learner), before)
     with pytest.raises(ValueError, match="zero_stage=3"):
         Learner(config(backend="deepspeed", zero_stage=3), tiny_model_path)
+
+
+# ------------------------------------------------------------------ a bf16 engine, a float32 learner
+
+
+@pytest.mark.slow
+def test_bf16_engine_fp32_learner_ratio_and_sync_check(tiny_model_path, tmp_path):
+    """The GPU situation in miniature: the engine's bf16 log-probs only enter the importance weight,
+    the ratio stays exactly 1, and the sync tolerance tells a synced adapter from a stale one."""
+    from aac.config import TrainConfig
+    from aac.engines import GenRequest, Sampling, make_engine
+
+    learner = Learner(config(), tiny_model_path, seed=0)
+    learner.save_adapter(tmp_path / "v0")
+    engine = make_engine("hf", tiny_model_path, dtype="bfloat16", seed=0)
+    engine.load_adapter("actor", str(tmp_path / "v0"), 0)
+    res = engine.generate([GenRequest([{"role": "user", "content": f"Say {w}."}],
+                                      Sampling(max_tokens=16, seed=1, logprobs=True), "actor")
+                           for w in ("yes", "no", "maybe", "why")])
+    batch = [Sample(r.prompt_ids, r.token_ids, r.logprobs, a) for r, a in zip(res, (1.0, -1.0, 1.0, -1.0))]
+    m = learner.update(batch)
+    assert m["clip_frac"] == 0.0
+    assert 0.0 < m["sampling/logprob_gap"] < 0.05  # bf16 kernels: a small, non-zero gap
+    assert m["sampling/is_weight_max"] > 1.0 and m["sampling/is_weight_mean"] == pytest.approx(1.0, abs=0.05)
+    learner.save_adapter(tmp_path / "v1")
+    tol = TrainConfig().sync_tolerance
+    probe = (batch[0].prompt_ids, batch[0].completion_ids)
+    ours = learner.token_logprobs(*probe)
+    gaps = []
+    for version in (1, 0):
+        engine.load_adapter("actor", str(tmp_path / f"v{version}"), version)
+        gaps.append(sum(abs(a - b) for a, b in zip(ours, engine.score(*probe, "actor"))) / len(ours))
+    synced, stale = gaps
+    assert synced < tol < stale

@@ -1,4 +1,4 @@
-"""The reward schedule, checked against values computed by hand from SPEC §6.
+"""The paper's reward table (`schedule=aac`), checked against values computed by hand from SPEC §6.
 
 Defaults: lambda_h = 2, p_parse = 0.5, tau = 100 / 30 / 100, thresholds 0.7 / 0.3, T_max = 40,
 timeout penalty -1. Each expected number is written out as the arithmetic it comes from.
@@ -10,7 +10,15 @@ import pytest
 
 from aac.config import RewardConfig
 from aac.env.protocol import Phase, StepRecord
-from aac.rewards import b_term, episode_rewards, judgment_kind, length_penalty, step_reward
+from aac.rewards import (
+    b_term,
+    episode_rewards,
+    graded_text,
+    judgment_kind,
+    length_penalty,
+    masked_judgments,
+    step_reward,
+)
 from aac.sandbox.pool import CallResult
 
 OK = CallResult(output=3, error=None, duration_s=0.01, output_repr="3", normalized=3)
@@ -20,6 +28,7 @@ TIMEOUT = CallResult(output=None, error="TimeoutError: call exceeded 10.0 s", du
 
 
 def cfg(**kw) -> RewardConfig:
+    kw.setdefault("schedule", "aac")  # this file checks the paper's table; the default: test_reward_properties
     return RewardConfig(t_max=kw.pop("t_max", 40), **kw)
 
 
@@ -229,6 +238,49 @@ def test_final_schedule_rewards_only_the_last_step():
     assert step_reward(reflect(decision=False, done=True), 0.4, c) == pytest.approx(2.0 * 0.4)
 
 
+def test_final_grades_the_final_hypothesis_whatever_the_last_phase():
+    c = cfg(schedule="final")
+    timed = reasoning(index=39, done=True, timed_out=True)
+    timed.hypothesis, timed.parsed = "it sorts the list", "plan: try an empty list"
+    assert graded_text(timed, judgment_kind(timed, c)) == "it sorts the list"  # not the plan
+    failed = reflect(parse_ok=False)
+    failed.hypothesis, failed.parsed = "kept", "unparsed summary"
+    assert graded_text(failed, "hypothesis") == "kept"  # the hypothesis the turn leaves
+    assert graded_text(reasoning(), "informativeness") == words(10)  # a plan is graded as the plan
+    with pytest.raises(ValueError, match="judgment kind"):
+        graded_text(reasoning(), "style")
+
+
+def test_final_group_broadcasts_the_releases_estimator():
+    from aac.config import compose
+
+    rewards = compose("rewards=final").rewards
+    assert (rewards.schedule, rewards.advantage) == ("final", "final")
+    assert compose().rewards.schedule == "aac_potential"  # the default
+    assert compose("rewards=aac").rewards.advantage == "turn"
+
+
+# ------------------------------------------------------------------ a failed critic (SPEC §7.1 P5)
+
+
+@pytest.mark.parametrize("schedule", ["aac", "no_informativeness", "final"])
+def test_a_missing_score_adds_no_judged_term(schedule):
+    c = cfg(schedule=schedule)
+    # a NO reflect without a score: neither lambda_h * s nor "right to go on"; a YES: no stop penalty
+    if schedule != "final":
+        assert step_reward(reflect(decision=False, n_words=150), None, c) == pytest.approx(-50 / 200)
+        assert step_reward(reflect(decision=True, done=True, parse_ok=False), None, c) == pytest.approx(-0.5)
+        assert step_reward(reasoning(n_words=150), None, c) == pytest.approx(-50 / 200)
+    assert step_reward(reflect(decision=True, done=True), None, c) == 0.0
+    assert step_reward(reasoning(index=39, done=True, timed_out=True), None, c) == pytest.approx(-1.0)
+    steps = [reasoning(index=0), input_step(index=1, call=OK), reflect(index=2, decision=True, done=True)]
+    kinds = [judgment_kind(st, c) for st in steps]
+    assert masked_judgments(steps, [None, None, None], c) == kinds
+    assert masked_judgments(steps, [0.5 if k else None for k in kinds], c) == [None] * 3
+    with pytest.raises(ValueError, match="3 steps but 2 scores"):
+        masked_judgments(steps, [None, None], c)
+
+
 # ------------------------------------------------------------------ episodes and errors
 
 
@@ -247,14 +299,14 @@ def test_episode_rewards_of_a_short_episode():
 
 def test_bad_inputs_are_one_line_errors():
     c = cfg()
-    with pytest.raises(ValueError, match="needs its informativeness score"):
-        step_reward(reasoning(), None, c)
+    with pytest.raises(ValueError, match="asks for no critic score"):
+        step_reward(input_step(call=OK), 0.5, c)
     with pytest.raises(ValueError, match="outside"):
         step_reward(reflect(decision=False), 1.5, c)
     with pytest.raises(ValueError, match="rewards.schedule"):
         step_reward(reasoning(), 0.5, cfg(schedule="dense"))
     with pytest.raises(ValueError, match="t_max"):
-        step_reward(input_step(call=OK), None, RewardConfig())  # the interpolation left unresolved
+        step_reward(input_step(call=OK), None, RewardConfig(schedule="aac"))  # the interpolation left unresolved
     with pytest.raises(ValueError, match="unknown phase"):
         step_reward(step("answer"), None, c)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Optional
 
 import torch
 
@@ -14,13 +15,14 @@ from aac.rewards.advantages import token_advantages
 class Sample:
     """One generated turn: all its completion tokens get `advantage`; prompt tokens get no loss.
 
-    `old_logprobs` are the sampling policy's log-probs of `completion_ids` (from the engine);
-    empty means on-policy: the learner uses its own, detached (ratio 1).
+    `sampling_logprobs` are the engine's log-probs of `completion_ids` as it sampled them; they only
+    enter the truncated importance weight (the PPO ratio's pi_old is the learner's own, SPEC §7.2).
+    Empty: no weight (1).
     """
 
     prompt_ids: list[int]
     completion_ids: list[int]
-    old_logprobs: list[float] = field(default_factory=list)
+    sampling_logprobs: list[float] = field(default_factory=list)
     advantage: float = 0.0
 
     def __len__(self) -> int:
@@ -30,8 +32,8 @@ class Sample:
         if not self.prompt_ids or not self.completion_ids:
             raise ValueError(f"Sample needs a non-empty prompt and completion, got {len(self.prompt_ids)} "
                              f"prompt and {len(self.completion_ids)} completion tokens")
-        if self.old_logprobs and len(self.old_logprobs) != len(self.completion_ids):
-            raise ValueError(f"Sample has {len(self.old_logprobs)} old_logprobs for "
+        if self.sampling_logprobs and len(self.sampling_logprobs) != len(self.completion_ids):
+            raise ValueError(f"Sample has {len(self.sampling_logprobs)} sampling_logprobs for "
                              f"{len(self.completion_ids)} completion tokens")
 
 
@@ -41,7 +43,8 @@ class MicroBatch:
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
-    old_logp: torch.Tensor  # NaN where the sample brought none
+    old_logp: torch.Tensor  # the learner's pi_old; NaN where not given (then: this pass's, detached)
+    sampling_logp: torch.Tensor  # the engine's; NaN where the sample brought none
     adv: torch.Tensor
     loss_mask: torch.Tensor
     first: int  # first position with loss in any row: logits are only computed from here on
@@ -52,7 +55,7 @@ class MicroBatch:
 
     def to(self, device: torch.device) -> MicroBatch:
         return MicroBatch(self.input_ids.to(device), self.attention_mask.to(device), self.old_logp.to(device),
-                          self.adv.to(device), self.loss_mask.to(device), self.first)
+                          self.sampling_logp.to(device), self.adv.to(device), self.loss_mask.to(device), self.first)
 
 
 def plan_micro_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
@@ -75,12 +78,20 @@ def plan_micro_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
     return batches
 
 
-def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
+def completion_logps(batch: MicroBatch, samples: Sequence[Sample], logp: torch.Tensor) -> list[list[float]]:
+    """Per sample (a row of `batch`), its completion tokens' entries of a [B, L-1] `logp`."""
+    return [logp[row, len(s.prompt_ids) - 1:len(s) - 1].tolist() for row, s in enumerate(samples)]
+
+
+def collate(samples: Sequence[Sample], pad_id: int = 0,
+            old_logprobs: Optional[Sequence[list[float]]] = None) -> MicroBatch:
+    """Right-padded tensors; `old_logprobs[i]` (optional) is sample i's pi_old per completion token."""
     width = max(len(s) for s in samples)
     shape = (len(samples), width)
     input_ids = torch.full(shape, pad_id, dtype=torch.long)
     attention_mask = torch.zeros(shape, dtype=torch.long)
     old_logp = torch.full((len(samples), width - 1), float("nan"))
+    sampling_logp = torch.full((len(samples), width - 1), float("nan"))
     adv = torch.zeros(len(samples), width - 1)
     loss_mask = torch.zeros(len(samples), width - 1, dtype=torch.bool)
     for row, s in enumerate(samples):
@@ -91,7 +102,9 @@ def collate(samples: Sequence[Sample], pad_id: int = 0) -> MicroBatch:
         # drop position 0 (nothing predicts it): position j now holds token j+1's values
         adv[row, : p + c - 1] = torch.tensor(token_adv[1:])
         loss_mask[row, : p + c - 1] = torch.tensor(mask[1:], dtype=torch.bool)
-        if s.old_logprobs:
-            old_logp[row, p - 1 : p + c - 1] = torch.tensor(s.old_logprobs)
+        if s.sampling_logprobs:
+            sampling_logp[row, p - 1 : p + c - 1] = torch.tensor(s.sampling_logprobs)
+        if old_logprobs is not None:
+            old_logp[row, p - 1 : p + c - 1] = torch.tensor(old_logprobs[row])
     first = min(len(s.prompt_ids) for s in samples) - 1
-    return MicroBatch(input_ids, attention_mask, old_logp, adv, loss_mask, first)
+    return MicroBatch(input_ids, attention_mask, old_logp, sampling_logp, adv, loss_mask, first)

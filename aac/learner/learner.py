@@ -1,7 +1,14 @@
-"""The GRPO learner: LoRA policy, micro-batches by token budget, one optimizer step per update.
+"""The GRPO learner: LoRA policy, PPO mini-batches, micro-batches by token budget.
 
-One `update(samples)` is one optimizer step over all the samples (the turns of a batch of groups):
-the token-mean loss is taken over every completion token of the batch, so micro-batching changes
+One `update(samples)` trains on the turns of one rollout batch in `learner.ppo_minibatches`
+optimizer steps (SPEC §7.2). pi_old is the learner's own log-prob under the weights that generated
+the batch (the engine served them): with one mini-batch it is this pass's, detached, so the ratio is
+exactly 1 and the clip inactive; with several it is computed for every mini-batch before the first
+step, and the clip is a trust region for the later ones. The engine's sampling log-probs differ from
+the learner's by kernel numerics (bf16): they enter only the truncated importance weight
+min(pi_old / pi_engine, learner.tis_cap) on each token's surrogate, logged as `sampling/*`.
+
+Within a mini-batch the token-mean loss is over all its completion tokens, so micro-batching changes
 memory, not the gradient. A batch whose advantages are all zero carries no policy signal and is
 skipped without a forward pass (weights, optimizer and scheduler untouched).
 """
@@ -20,11 +27,14 @@ from peft import get_peft_model_state_dict, set_peft_model_state_dict
 from transformers import PreTrainedModel
 
 from aac.learner.backends import make_backend
-from aac.learner.batching import Sample, collate, plan_micro_batches
-from aac.learner.grpo import grpo_loss
+from aac.learner.batching import Sample, collate, completion_logps, plan_micro_batches
+from aac.learner.grpo import grpo_loss, truncated_is_weight
 from aac.learner.policy import add_lora, load_base_model, token_logps
 
 LOSS_METRICS = ("loss", "pg_loss", "kl", "clip_frac")
+SAMPLING_METRICS = ("sampling/logprob_gap", "sampling/is_weight_mean", "sampling/is_weight_max",
+                    "sampling/is_truncated_frac")
+
 
 
 def _snapshot(value: Any) -> Any:
@@ -44,10 +54,36 @@ def _device() -> torch.device:
     return torch.device("cpu")
 
 
+def _sampling_metrics(sums: dict[str, float]) -> dict[str, float]:
+    """The `sampling/*` statistics from pooled `truncated_is_weight` sums (NaN without engine log-probs)."""
+    n = sums["tokens"]
+    if not n:
+        return dict.fromkeys(SAMPLING_METRICS, math.nan)
+    return {"sampling/logprob_gap": sums["gap"] / n, "sampling/is_weight_mean": sums["weight"] / n,
+            "sampling/is_weight_max": sums["weight_max"], "sampling/is_truncated_frac": sums["truncated"] / n}
+
+
+def _pool(total: Optional[dict[str, float]], sums: dict[str, float]) -> dict[str, float]:
+    """Pool `truncated_is_weight` sums of two token sets (None: nothing yet)."""
+    if total is None:
+        return dict(sums)
+    return {k: max(total[k], sums[k]) if k == "weight_max" else total[k] + sums[k] for k in total}
+
+
+def minibatch_indices(n: int, minibatches: int) -> list[list[int]]:
+    """Strided split of n samples into PPO mini-batches (each gets turns of every group)."""
+    if isinstance(minibatches, bool) or not isinstance(minibatches, int) or minibatches < 1:
+        raise ValueError(f"learner.ppo_minibatches must be a positive int, got {minibatches!r}")
+    return [list(range(k, n, minibatches)) for k in range(min(minibatches, n))]
+
+
 class Learner:
     """`cfg` is a `LearnerConfig`; `base_model` (a loaded HF model) replaces loading `model_path`."""
 
     def __init__(self, cfg: Any, model_path: str, seed: int = 0, *, base_model: Optional[PreTrainedModel] = None):
+        if cfg.tis_cap is not None and not cfg.tis_cap > 0:
+            raise ValueError(f"learner.tis_cap must be > 0 or null, got {cfg.tis_cap}")
+        minibatch_indices(1, cfg.ppo_minibatches)  # a bad value fails here, not at the first update
         self.cfg = cfg
         self.device = _device()
         base = base_model if base_model is not None else load_base_model(model_path, cfg.dtype)
@@ -59,8 +95,28 @@ class Learner:
     def trainable_parameters(self) -> dict[str, torch.nn.Parameter]:
         return {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
 
-    def compute_gradients(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """This batch's gradients (micro-batches accumulated) on the trainable parameters; no step."""
+    def _plan(self, samples: Sequence[Sample]) -> list[list[int]]:
+        return plan_micro_batches([len(s) for s in samples], self.cfg.micro_batch_tokens)
+
+    @torch.no_grad()
+    def old_logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """pi_old per completion token under the current weights, micro-batched exactly as
+        `compute_gradients` will batch these samples (same shapes, so the same numbers)."""
+        out: list[list[float]] = [[] for _ in samples]
+        self.policy.eval()
+        for indices in self._plan(samples):
+            chunk = [samples[i] for i in indices]
+            batch = collate(chunk, self.pad_id).to(self.device)
+            for i, row in zip(indices, completion_logps(batch, chunk, token_logps(self.backend, batch))):
+                out[i] = row
+        return out
+
+    def compute_gradients(self, samples: Sequence[Sample],
+                          old_logprobs: Optional[Sequence[list[float]]] = None) -> dict[str, Any]:
+        """This mini-batch's gradients (micro-batches accumulated) on the trainable parameters; no step.
+
+        `old_logprobs[i]`: sample i's pi_old (default: this pass's log-probs, detached: ratio 1).
+        Returns the loss metrics, token counts and `is_sums` (pooled `truncated_is_weight` sums)."""
         if not samples:
             raise ValueError("Learner: no samples")
         for s in samples:
@@ -68,44 +124,71 @@ class Learner:
         cfg = self.cfg
         loss_tokens = sum(len(s.completion_ids) for s in samples)
         totals = dict.fromkeys(LOSS_METRICS, 0.0)
+        is_sums = None
         tokens = micro_batches = 0
         self.backend.zero_grad()
         self.policy.train()
-        for indices in plan_micro_batches([len(s) for s in samples], cfg.micro_batch_tokens):
-            batch = collate([samples[i] for i in indices], self.pad_id).to(self.device)
+        for indices in self._plan(samples):
+            chunk_old = None if old_logprobs is None else [old_logprobs[i] for i in indices]
+            batch = collate([samples[i] for i in indices], self.pad_id, chunk_old).to(self.device)
             ref = None
             if cfg.kl_coef != 0.0:
                 with torch.no_grad(), self.policy.disable_adapter():
                     ref = token_logps(self.backend, batch)
             logp = token_logps(self.backend, batch)
-            # no engine log-probs: on-policy, ratio 1 (the surrogate's gradient is adv * grad logp)
             old = torch.where(torch.isnan(batch.old_logp), logp.detach(), batch.old_logp)
+            weight, sums = truncated_is_weight(old, batch.sampling_logp, batch.loss_mask, cfg.tis_cap)
             loss, metrics = grpo_loss(logp, old, ref, batch.adv, batch.loss_mask, cfg.clip_eps, cfg.kl_coef,
-                                      num_tokens=loss_tokens)
+                                      num_tokens=loss_tokens, is_weight=weight)
             self.backend.backward(loss)
             totals["loss"] += loss.item()
             for key, value in metrics.items():
                 totals[key] += value.item()
+            is_sums = _pool(is_sums, {k: v.item() for k, v in sums.items()})
             tokens += batch.tokens
             micro_batches += 1
-        return {**totals, "tokens": tokens, "loss_tokens": loss_tokens, "micro_batches": micro_batches}
+        return {**totals, "tokens": tokens, "loss_tokens": loss_tokens, "micro_batches": micro_batches,
+                "is_sums": is_sums}
 
     def update(self, samples: Sequence[Sample]) -> dict[str, Any]:
-        """One optimizer step; metrics: loss, pg_loss, kl, clip_frac (NaN when skipped), tokens,
-        loss_tokens, micro_batches, tokens_per_s, grad_norm, skipped, steps."""
+        """`learner.ppo_minibatches` optimizer steps on one rollout batch.
+
+        Metrics: loss, pg_loss, kl, clip_frac (token-weighted over the mini-batches; NaN when
+        skipped), the `sampling/*` statistics (NaN without engine log-probs), tokens, loss_tokens,
+        micro_batches, minibatches, tokens_per_s, grad_norm (mean), skipped, steps, and `per_minibatch`
+        (each mini-batch's loss metrics and grad_norm, in order)."""
         if not samples:
             raise ValueError("Learner.update: no samples")
         if all(s.advantage == 0.0 for s in samples):
-            return {**dict.fromkeys(LOSS_METRICS, math.nan), "tokens": sum(len(s) for s in samples),
+            return {**dict.fromkeys(LOSS_METRICS + SAMPLING_METRICS, math.nan), "tokens": sum(len(s) for s in samples),
                     "loss_tokens": sum(len(s.completion_ids) for s in samples), "micro_batches": 0,
-                    "tokens_per_s": 0.0, "grad_norm": math.nan, "skipped": True, "steps": self.steps}
+                    "minibatches": 0, "tokens_per_s": 0.0, "grad_norm": math.nan, "skipped": True,
+                    "steps": self.steps, "per_minibatch": []}
+        for s in samples:
+            s.check()
         start = time.perf_counter()
-        metrics = self.compute_gradients(samples)
-        grad_norm = self.backend.step()
-        self.steps += 1
+        parts = [[samples[i] for i in idx] for idx in minibatch_indices(len(samples), self.cfg.ppo_minibatches)]
+        # several steps: pi_old of every part before the first one changes the weights
+        olds = [self.old_logprobs(part) for part in parts] if len(parts) > 1 else [None]
+        per_minibatch = []
+        is_sums = None
+        for part, old in zip(parts, olds):
+            m = self.compute_gradients(part, old)
+            m["grad_norm"] = self.backend.step()
+            self.steps += 1
+            is_sums = _pool(is_sums, m.pop("is_sums"))
+            per_minibatch.append(m)
         elapsed = time.perf_counter() - start
-        return {**metrics, "tokens_per_s": metrics["tokens"] / elapsed, "grad_norm": grad_norm,
-                "skipped": False, "steps": self.steps}
+        loss_tokens = sum(m["loss_tokens"] for m in per_minibatch)
+        out: dict[str, Any] = {k: sum(m[k] * m["loss_tokens"] for m in per_minibatch) / loss_tokens
+                               for k in LOSS_METRICS}
+        tokens = sum(m["tokens"] for m in per_minibatch)
+        out.update(_sampling_metrics(is_sums))
+        out.update(tokens=tokens, loss_tokens=loss_tokens, micro_batches=sum(m["micro_batches"] for m in per_minibatch),
+                   minibatches=len(parts), tokens_per_s=tokens / elapsed,
+                   grad_norm=sum(m["grad_norm"] for m in per_minibatch) / len(per_minibatch), skipped=False,
+                   steps=self.steps, per_minibatch=per_minibatch)
+        return out
 
     @torch.no_grad()
     def token_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:

@@ -1,19 +1,23 @@
-"""Step rewards (the SPEC §6 schedule and its ablations) and advantage estimators (SPEC §7)."""
+"""Step rewards (the default `aac_potential`, the SPEC §6 table and its ablations), advantage
+estimators (SPEC §7) and the training-signal accounting of a batch."""
 
+from aac.rewards.accounting import signal_accounting
 from aac.rewards.advantages import ESTIMATORS, group_normalize, step_advantages, token_advantages
-from aac.rewards.schedule import (
+from aac.rewards.potential import potential_rewards
+from aac.rewards.schedule import episode_rewards, masked_judgments
+from aac.rewards.table import step_reward
+from aac.rewards.terms import (
     HYPOTHESIS,
     INFORMATIVENESS,
     SCHEDULES,
     b_term,
-    episode_rewards,
+    graded_text,
     judgment_kind,
     length_penalty,
-    step_reward,
 )
 
 __all__ = [
-    "ESTIMATORS", "HYPOTHESIS", "INFORMATIVENESS", "SCHEDULES", "b_term", "episode_rewards",
-    "group_normalize", "judgment_kind", "length_penalty", "step_advantages", "step_reward",
-    "token_advantages",
+    "ESTIMATORS", "HYPOTHESIS", "INFORMATIVENESS", "SCHEDULES", "b_term", "episode_rewards", "graded_text",
+    "group_normalize", "judgment_kind", "length_penalty", "masked_judgments", "potential_rewards",
+    "signal_accounting", "step_advantages", "step_reward", "token_advantages",
 ]

@@ -1,8 +1,9 @@
 """From step rewards to advantages (SPEC §7): one group = the G episodes of one function.
 
 Group normalisation is `(x - mean) / (std + eps)` with the *population* std (ddof = 0): it is
-defined for any group size, a group of one (or of equal values) gets 0, and it is what GRPO
-implementations use.
+defined for any group size, and it is what GRPO implementations use. A group of one, or of equal
+values, gets exactly 0 (not the rounding residue of the mean over eps), so a batch without signal
+is recognisably one.
 
 - `final`: the last step's reward per episode, normalised in the group, broadcast to every step
   (the release's estimator, kept as an ablation).
@@ -18,13 +19,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-ESTIMATORS = ("final", "episode", "turn")
+from aac.config import Advantage
+
+ESTIMATORS = tuple(Advantage)  # defined once, in aac.config
 
 
 def group_normalize(values: Sequence[float], eps: float) -> list[float]:
     """(x - mean) / (population std + eps)."""
     if not values:
         return []
+    if max(values) == min(values):
+        return [0.0] * len(values)
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
     return [(v - mean) / (std + eps) for v in values]

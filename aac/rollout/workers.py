@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from aac.engines import Engine
-from aac.env.protocol import Phase, ProtocolConfig, sandbox_caller
-from aac.rewards.schedule import episode_rewards, judgment_kind
+from aac.env.protocol import ProtocolConfig, sandbox_caller
+from aac.rewards.schedule import episode_rewards
+from aac.rewards.terms import HYPOTHESIS, graded_text, judgment_kind
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.record import interactive_record
 
@@ -35,7 +36,8 @@ class Turn:
     adapter_version: Optional[int]
     parse_ok: bool
     reward: float = 0.0
-    score: Optional[float] = None  # the critic's judgment, when the step asked for one
+    judged: Optional[str] = None  # the critic judgment this turn's reward reads (None: none)
+    score: Optional[float] = None  # its score (None also when the critic gave none: masked)
     words: int = 0
 
 
@@ -142,20 +144,22 @@ class RolloutWorker:
             if kind is None:
                 out.append(None)
                 continue
-            # a reflect turn is judged on the hypothesis it wrote, against everything seen (its call included)
-            hypothesis = step.hypothesis if step.phase == Phase.REFLECT else turn.hypothesis
+            # a hypothesis is judged as the step leaves it, against everything seen (its call included)
+            hypothesis = step.hypothesis if kind == HYPOTHESIS else turn.hypothesis
             nxt = played.turns[t + 1].step if t + 1 < len(played.turns) else None
             query = nxt.parsed if nxt is not None and nxt.call is not None else None
             out.append(Judgment(kind=kind, instance=played.spec.instance, hypothesis=hypothesis,
-                                observations=turn.observations, text=step.parsed or step.text, query=query))
+                                observations=turn.observations, text=graded_text(step, kind), query=query))
         return out
 
     def _result(self, played: PlayedEpisode, step_scores: list[Optional[float]]) -> EpisodeResult:
-        rewards = episode_rewards([t.step for t in played.turns], step_scores, self.rewards)
+        steps = [t.step for t in played.turns]
+        rewards = episode_rewards(steps, step_scores, self.rewards)
         turns = [
             Turn(phase=t.step.phase.value, prompt_ids=list(t.result.prompt_ids), token_ids=list(t.result.token_ids),
                  logprobs=list(t.result.logprobs or []), adapter_version=t.result.adapter_version,
-                 parse_ok=t.step.parse_ok, reward=reward, score=score, words=len(t.step.text.split()))
+                 parse_ok=t.step.parse_ok, reward=reward, judged=judgment_kind(t.step, self.rewards), score=score,
+                 words=len(t.step.text.split()))
             for t, reward, score in zip(played.turns, rewards, step_scores)
         ]
         ep = played.episode

@@ -1,0 +1,97 @@
+"""The pieces every schedule shares: phase kinds, the length and call terms, b_term, and which
+critic judgment a step needs (and of what text).
+
+Every constant comes from `RewardConfig` (`rewards.*`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from aac.config import Schedule
+
+SCHEDULES = tuple(Schedule)  # defined once, in aac.config
+INFORMATIVENESS = "informativeness"
+HYPOTHESIS = "hypothesis"
+
+
+def phase_kind(phase: Any) -> str:
+    """'reasoning' | 'input' | 'reflect' from a `Phase` member or its string value."""
+    kind = getattr(phase, "value", phase)
+    if kind not in ("reasoning", "input", "reflect"):
+        raise ValueError(f"unknown phase {phase!r}: expected reasoning, input or reflect")
+    return kind
+
+
+def schedule_name(cfg: Any) -> str:
+    if cfg.schedule not in SCHEDULES:
+        raise ValueError(f"rewards.schedule={cfg.schedule!r} is not one of: {', '.join(SCHEDULES)}")
+    return cfg.schedule
+
+
+def t_max(cfg: Any) -> int:
+    value = cfg.t_max
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"rewards.t_max must be a positive int (resolved from env.max_steps), got {value!r}")
+    return value
+
+
+def length_penalty(text: str, tau: int) -> float:
+    """Capped length penalty r_len: 0 up to tau words, then -(n - tau) / (2 tau), floored at -1."""
+    if tau <= 0:
+        raise ValueError(f"length penalty tau must be > 0, got {tau}")
+    n = len(text.split())
+    return 0.0 if n <= tau else -min((n - tau) / (2 * tau), 1.0)
+
+
+def b_term(stopped: bool, s: float, cfg: Any) -> float:
+    """+1 right stop (s > stop_threshold), -1 premature stop, +1 right to go on (s < continue_threshold)."""
+    if stopped:
+        return 1.0 if s > cfg.stop_threshold else -1.0
+    return 1.0 if s < cfg.continue_threshold else 0.0
+
+
+def input_reward(step: Any, cfg: Any) -> float:
+    """-p_parse if the input did not parse or its call raised/timed out, else lambda_h / (2 T_max); plus
+    r_len. A parsed turn without a call is a failure too (nothing was observed)."""
+    if not step.parse_ok or step.call is None or not step.call.ok:
+        outcome = -cfg.p_parse
+    else:
+        outcome = cfg.lambda_h / (2 * t_max(cfg))
+    return outcome + length_penalty(step.response, cfg.tau_input)
+
+
+def judgment_kind(step: Any, cfg: Any) -> Optional[str]:
+    """The critic judgment this step's reward reads under the schedule, or None.
+
+    Grade it on `graded_text(step, kind)`: a hypothesis judgment grades the hypothesis the step
+    leaves, whatever its phase (under `final` the last step may be a reasoning turn)."""
+    schedule, kind = schedule_name(cfg), phase_kind(step.phase)
+    if schedule == "final":
+        return HYPOTHESIS if step.done else None
+    if kind == "reflect":
+        return HYPOTHESIS
+    if kind == "reasoning" and schedule != "no_informativeness" and step.parse_ok:
+        return INFORMATIVENESS
+    return None
+
+
+def graded_text(step: Any, kind: str) -> str:
+    """What the critic grades for a judgment of `kind` on `step`: the plan of a reasoning turn, or the
+    hypothesis held after the step (a reflect that failed to parse keeps the previous one)."""
+    if kind == HYPOTHESIS:
+        return step.hypothesis
+    if kind == INFORMATIVENESS:
+        return step.parsed or step.text
+    raise ValueError(f"unknown judgment kind {kind!r}: expected {HYPOTHESIS} or {INFORMATIVENESS}")
+
+
+def check_score(step: Any, score: Optional[float], cfg: Any) -> None:
+    """A score is None (no judgment, or a failed one: masked) or in [0, 1] for a step that asked for one."""
+    if score is None:
+        return
+    if judgment_kind(step, cfg) is None:
+        raise ValueError(f"step {step.index} ({phase_kind(step.phase)}) asks for no critic score under "
+                         f"rewards.schedule={cfg.schedule}, got {score}")
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"step {step.index}: critic score {score} is outside [0, 1]")
