@@ -251,9 +251,8 @@ class TrainConfig:
     keep_checkpoints: int = 3
     sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
     check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
-    # max mean |logp_engine - logp_learner| per token on the probe. tiny_qwen3, bf16 engine vs fp32
-    # learner: synced 0.0009, one lr-1e-2 update stale 0.058; SmolLM2 bf16 sampling gap 0.038, close
-    # to it: re-measure on GPU (benchmarks/bench_ratio.py, RESULTS.md)
+    # max mean |logp_engine - logp_learner| per token on the probe; right for float32 engines. A bf16
+    # engine needs ~0.2 (SmolLM2: synced 0.14-0.17, stale 0.27-0.33; benchmarks/RESULTS.md)
     sync_tolerance: float = 0.05
     recipe_name: str = "none"
 
