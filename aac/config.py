@@ -1,6 +1,6 @@
 """Typed configuration: one dataclass per Hydra group, composed into `TrainConfig`.
 
-Defaults follow SPEC: the paper's constants, with the release's bugs fixed. YAML files in
+Defaults follow docs/method.md: the paper's constants, with the release's bugs fixed. YAML files in
 `conf/` pick values for these schemas; `recipes/` hold whole experiments (`+recipe=NAME`).
 """
 
@@ -209,7 +209,7 @@ class EvalConfig:
     call_timeout_s: float = 30.0
     codematch_timeout_s: float = 0.5
     max_tokens_per_turn: int = 1024
-    temperature: float = 0.0  # greedy by default (SPEC §8)
+    temperature: float = 0.0  # greedy by default (docs/method.md §8)
     batch_size: int = 16  # episodes in flight: more is faster until the engine saturates
     judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
     coder_model: Optional[str] = None  # None: the actor's base model
@@ -251,8 +251,9 @@ class TrainConfig:
     keep_checkpoints: int = 3
     sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
     check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
-    # max mean |logp_engine - logp_learner| per token on the probe; right for float32 engines. A bf16
-    # engine needs ~0.2 (SmolLM2: synced 0.14-0.17, stale 0.27-0.33; benchmarks/RESULTS.md)
+    # the numeric floor of the sync check: a mean |logp_engine - logp_learner| per token above it fails
+    # when the engine is no closer to the new weights than to the previous ones. The floor alone would
+    # fail a synced bf16 engine (SmolLM2: synced 0.14-0.17, stale 0.27-0.33; benchmarks/RESULTS.md)
     sync_tolerance: float = 0.05
     recipe_name: str = "none"
 

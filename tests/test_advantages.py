@@ -1,4 +1,4 @@
-"""Advantage estimators (SPEC §7) on hand-built groups."""
+"""Advantage estimators (docs/method.md §7) on hand-built groups."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def test_qwen3_8b_is_the_paper_setup():
     assert (cfg.rollout.functions_per_step, cfg.rollout.group_size) == (8, 8)
     assert cfg.learner.epochs == 5
     assert cfg.rollout.max_tokens_per_turn == 1024 and cfg.model.max_model_len == 4096
-    # SPEC defaults of the reward schedule
+    # docs/method.md defaults of the reward schedule
     r = cfg.rewards
     assert (r.lambda_h, r.p_parse, r.tau_reason, r.tau_input, r.t_max) == (2.0, 0.5, 100, 30, 40)
     assert (r.stop_threshold, r.continue_threshold, r.advantage) == (0.7, 0.3, "turn")

@@ -1,8 +1,8 @@
-"""SPEC §7.1's properties P1-P5 of the default objective, on random episodes (fixed seeds).
+"""docs/method.md §7.1's properties P1-P5 of the default objective, on random episodes (fixed seeds).
 
 Each property is a function that returns its counterexamples among N random episodes. The default
 (`schedule=aac_potential`, `advantage=turn`) must have none; the paper's table summed into the
-`turn` episode term (`schedule=aac`, the default before SPEC §7.1) is asserted to have some: the
+`turn` episode term (`schedule=aac`, the default before docs/method.md §7.1) is asserted to have some: the
 bugs these properties rule out, reproduced. Random: critic scores, episode lengths, decisions.
 """
 

@@ -1,4 +1,4 @@
-"""The paper's reward table (`schedule=aac`), checked against values computed by hand from SPEC §6.
+"""The paper's reward table (`schedule=aac`), checked against values computed by hand from docs/method.md §6.
 
 Defaults: lambda_h = 2, p_parse = 0.5, tau = 100 / 30 / 100, thresholds 0.7 / 0.3, T_max = 40,
 timeout penalty -1. Each expected number is written out as the arithmetic it comes from.
@@ -260,7 +260,7 @@ def test_final_group_broadcasts_the_releases_estimator():
     assert compose("rewards=aac").rewards.advantage == "turn"
 
 
-# ------------------------------------------------------------------ a failed critic (SPEC §7.1 P5)
+# ------------------------------------------------------------------ a failed critic (docs/method.md §7.1 P5)
 
 
 @pytest.mark.parametrize("schedule", ["aac", "no_informativeness", "final"])

@@ -1,4 +1,4 @@
-"""The privileged critic (SPEC §5): prompts, rating parsing or log-prob scoring, coverage
+"""The privileged critic (docs/method.md §5): prompts, rating parsing or log-prob scoring, coverage
 informativeness, batching, caching, health counters, and the report card."""
 
 from aac.critic.card import NEVER_CHECKED, card_headline, card_status

@@ -11,7 +11,7 @@ to each other for the engine's prefix cache. Two scorings (`critic.scoring`):
 With `critic.informativeness=coverage`, informativeness judgments are not asked of the LLM at all:
 `coverage.CoverageInformativeness` measures what the call explored (LLM-free).
 
-A judgment without a score is None, never a number (SPEC §7.1 P5: masked downstream):
+A judgment without a score is None, never a number (docs/method.md §7.1 P5: masked downstream):
 - a reply without a valid rating (generate), or with no digit among the log-probs an endpoint
   returned (logprob), counts as a parse failure and is cached (asking again gives the same answer);
 - a request the engine could not serve (endpoint down, timeout after retries, engine crash) counts

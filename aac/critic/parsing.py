@@ -25,7 +25,7 @@ class ParsedRating:
 
     @property
     def score(self) -> Optional[float]:
-        """The rating scaled to [0, 1]; None for a reply without a valid rating (masked: SPEC §7.1 P5)."""
+        """The rating scaled to [0, 1]; None for a reply without a valid rating (masked: docs/method.md §7.1 P5)."""
         return self.value / RATING_MAX if self.value is not None else None
 
 

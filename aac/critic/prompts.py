@@ -1,4 +1,4 @@
-"""The critic's prompts: two judgments (SPEC §5), each in two modes.
+"""The critic's prompts: two judgments (docs/method.md §5), each in two modes.
 
 - `privileged`: the critic sees the function's source and the gold description, which the actor
   never sees; it grades with that knowledge (the asymmetry of AAC).

@@ -1,4 +1,4 @@
-"""The interactive protocol (SPEC §4) as a plain state machine: reasoning → input → reflect, repeated.
+"""The interactive protocol (docs/method.md §4) as a plain state machine: reasoning → input → reflect, repeated.
 
 The episode owns no model: `prompt()` gives the chat for the current turn, `step(reply)` consumes
 the model's reply and returns a `StepRecord`. Each turn is an independent chat (system + user)

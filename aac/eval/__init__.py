@@ -1,4 +1,4 @@
-"""The PAU evaluation harness (SPEC §9): in-context and interactive runs of the actor, the LM-judge
+"""The PAU evaluation harness (docs/method.md §9): in-context and interactive runs of the actor, the LM-judge
 description score, code match in the sandbox, statistics, reports, plots and run comparison.
 
     python -m aac.eval model=... [checkpoint=PATH] mode=interactive|in_context data=PATH|HF_ID [limit=N]

@@ -1,4 +1,4 @@
-"""Code match (SPEC §9): a coder model writes `test_func` from a description, the header and the
+"""Code match (docs/method.md §9): a coder model writes `test_func` from a description, the header and the
 examples the agent observed; the code runs in the sandbox on the held-out `test_examples`; the
 score is the fraction whose output equals the stored one after the one normalisation of
 `aac.sandbox.values` (applied to both sides, so tuple-returning functions can match JSON lists).

@@ -1,4 +1,4 @@
-"""The description score (SPEC §9): an LM judge rates predicted vs gold description on 1–5.
+"""The description score (docs/method.md §9): an LM judge rates predicted vs gold description on 1–5.
 
 Greedy; the reply ends with `Rating: n`; a reply without a rating in 1..5 scores 1 and is
 counted as unparsable (a health number of the judge, reported next to the score).

@@ -1,4 +1,4 @@
-"""report.json / report.md of one run: the PAU metrics (SPEC §9), overall and per source."""
+"""report.json / report.md of one run: the PAU metrics (docs/method.md §9), overall and per source."""
 
 from __future__ import annotations
 

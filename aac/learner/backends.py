@@ -1,6 +1,6 @@
 """Optimizer backends behind one small interface: plain torch (AdamW) or DeepSpeed (ZeRO 0-2).
 
-Both use torch's AdamW with a constant learning rate (SPEC §8). DeepSpeed receives that
+Both use torch's AdamW with a constant learning rate (docs/method.md §8). DeepSpeed receives that
 optimizer instead of building its own, so no DeepSpeed C++ op is compiled at start-up. Gradient
 accumulation is ours: DeepSpeed runs with `managed_gradient_accumulation: false`, so each
 `backward` only accumulates and `step()` is the boundary, whatever the micro-batch count.

@@ -16,7 +16,7 @@ class Sample:
     """One generated turn: all its completion tokens get `advantage`; prompt tokens get no loss.
 
     `sampling_logprobs` are the engine's log-probs of `completion_ids` as it sampled them; they only
-    enter the truncated importance weight (the PPO ratio's pi_old is the learner's own, SPEC §7.2).
+    enter the truncated importance weight (the PPO ratio's pi_old is the learner's own, docs/method.md §7.2).
     Empty: no weight (1).
     """
 

@@ -1,7 +1,7 @@
 """The GRPO learner: LoRA policy, PPO mini-batches, micro-batches by token budget.
 
 One `update(samples)` trains on the turns of one rollout batch in `learner.ppo_minibatches`
-optimizer steps (SPEC §7.2). pi_old is the learner's own log-prob under the weights that generated
+optimizer steps (docs/method.md §7.2). pi_old is the learner's own log-prob under the weights that generated
 the batch (the engine served them): with one mini-batch it is this pass's, detached, so the ratio is
 exactly 1 and the clip inactive; with several it is computed for every mini-batch before the first
 step, and the clip is a trust region for the later ones. The engine's sampling log-probs differ from

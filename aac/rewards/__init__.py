@@ -1,5 +1,5 @@
-"""Step rewards (the default `aac_potential`, the SPEC §6 table and its ablations), advantage
-estimators (SPEC §7) and the training-signal accounting of a batch."""
+"""Step rewards (the default `aac_potential`, the docs/method.md §6 table and its ablations), advantage
+estimators (docs/method.md §7) and the training-signal accounting of a batch."""
 
 from aac.rewards.accounting import signal_accounting
 from aac.rewards.advantages import ESTIMATORS, group_normalize, step_advantages, token_advantages

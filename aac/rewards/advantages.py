@@ -1,4 +1,4 @@
-"""From step rewards to advantages (SPEC §7): one group = the G episodes of one function.
+"""From step rewards to advantages (docs/method.md §7): one group = the G episodes of one function.
 
 Group normalisation is `(x - mean) / (std + eps)` with the *population* std (ddof = 0): it is
 defined for any group size, and it is what GRPO implementations use. A group of one, or of equal

@@ -1,5 +1,5 @@
 """`aac_potential`, the default schedule: the §6 terms rearranged so the episode return has the
-properties of SPEC §7.1 (P1-P5). It needs the whole episode, so it is computed by episode.
+properties of docs/method.md §7.1 (P1-P5). It needs the whole episode, so it is computed by episode.
 
 Per step (defaults: lambda_h = 2, p_parse = 0.5, T_max = 40):
 - reasoning: `info_budget * r_judge / ceil(T_max / 3)` + r_len(tau_reason); `-p_parse` instead of

@@ -1,6 +1,6 @@
-"""The paper's per-step reward table (SPEC §6), exactly as stated, and its ablations.
+"""The paper's per-step reward table (docs/method.md §6), exactly as stated, and its ablations.
 
-`step_reward` is a pure function of a step record and its critic score. Choices where SPEC is silent:
+`step_reward` is a pure function of a step record and its critic score. Choices where docs/method.md is silent:
 
 - Length is counted on the step's whole `response` (think text included: the model pays for
   every word it generates), for every phase; the input turn's reply *is* its input.
@@ -16,7 +16,7 @@
 - The step that reaches T_max (`step.timed_out`) gets its own phase reward *plus*
   `timeout_penalty`.
 - A judged step whose score is None (the critic gave no valid rating, or no reply) gets no
-  judged term: no informativeness, no `lambda_h * (s + b_term)` (SPEC §7.1 P5).
+  judged term: no informativeness, no `lambda_h * (s + b_term)` (docs/method.md §7.1 P5).
 - `final`: every step gets 0 except the episode's last (`step.done`), which gets the terminal
   outcome `lambda_h * (s_hyp + b_stop)` of the final hypothesis (`graded_text`: whatever the last
   phase), `b_stop` being `b_term(True, s_hyp)` when the agent stopped and 0 otherwise, plus
@@ -27,7 +27,7 @@
 - `no_informativeness`: reasoning turns get only their length term (and `-p_parse` if
   unparsable); nothing asks the critic about them.
 
-Summed into an episode return, this table pays for stalling (SPEC §7.1): the default schedule is
+Summed into an episode return, this table pays for stalling (docs/method.md §7.1): the default schedule is
 `aac_potential` (aac/rewards/potential.py).
 """
 

@@ -1,4 +1,4 @@
-"""Call an untrusted `test_func` on a model's input (SPEC §3), isolated and fast.
+"""Call an untrusted `test_func` on a model's input (docs/method.md §3), isolated and fast.
 
 The source and the inputs are untrusted. Each pool has one zygote, a process already inside the
 strongest isolation the machine allows (`_isolate.py`: namespaces as root, user namespaces,
@@ -627,7 +627,7 @@ class SandboxPool:
             return zygote + [pid for w in self._all for pid in w.pids()]
 
     def call(self, source: str, input_str: str, *, timeout_s: float = 10.0, spread_list: bool = True) -> CallResult:
-        """Call `test_func` of `source` on the arguments `input_str` stands for (SPEC §3)."""
+        """Call `test_func` of `source` on the arguments `input_str` stands for (docs/method.md §3)."""
         self._check_usable()
         if not isinstance(source, str):
             raise TypeError(f"source must be a str, got {type(source).__name__}")

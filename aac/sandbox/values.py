@@ -1,4 +1,4 @@
-"""Inputs and outputs of calls to an untrusted function (SPEC §2-3).
+"""Inputs and outputs of calls to an untrusted function (docs/method.md §2-3).
 
 - `parse_input` turns a proposed input string into call arguments: `ast.literal_eval` only, with
   size and bracket nesting bounded before the parser sees the text, then the PAU argument rule.
@@ -83,7 +83,7 @@ def parse_literal(text: str, *, max_chars: int = 10000, max_depth: int = 50) -> 
 
 def parse_input(input_str: str, *, spread_list: bool = True, max_chars: int = 10000,
                 max_depth: int = 50) -> tuple:
-    """Call arguments for `input_str` (the PAU rule, SPEC §3).
+    """Call arguments for `input_str` (the PAU rule, docs/method.md §3).
 
     A tuple is spread into the arguments; a list too when `spread_list` (the release's rule:
     `"([1,2])"` calls `f(1, 2)`); anything else is one argument (`"([1, 2],)"` -> one list).
@@ -200,7 +200,7 @@ def _parse_repr(text: str) -> Any:
 
 
 def normalize(value: Any) -> Any:
-    """The one output normalisation (SPEC §2): a JSON-able value equal for `value`, its JSON round
+    """The one output normalisation (docs/method.md §2): a JSON-able value equal for `value`, its JSON round
     trip (tuples -> lists, dict keys -> str) and its stored `repr` string.
 
     - values `json.dumps` accepts become what `json.loads(json.dumps(value))` gives;
