@@ -35,17 +35,19 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from aac.data.anonymize import VALIDATOR, RejectedCode, anonymize, fingerprint, with_validator
-from aac.data.coverage import Arc, CoverageReport, CoverageRunner
+from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.inputs import (
     Mutator,
     annotation_seeds,
@@ -189,14 +191,28 @@ def _stored_output(result, max_chars: int) -> tuple[Any, str] | None:
 
 
 class _Builder:
-    def __init__(self, pool, coverage: CoverageRunner, cfg: BuildConfig):
-        self.pool, self.coverage, self.cfg = pool, coverage, cfg
+    """Builds one function at a time. The build threads share `lock`: CPython 3.11's `ast` keeps
+    its recursion-depth count per interpreter, not per thread, so two threads parsing at once can
+    fail with "AST constructor recursion depth mismatch". A builder holds the lock for all of its
+    Python work and lets go only while it waits for the sandbox or the coverage helper."""
+
+    def __init__(self, pool, coverage: CoverageRunner, cfg: BuildConfig, lock: threading.Lock):
+        self.pool, self.coverage, self.cfg, self.lock = pool, coverage, cfg, lock
 
     def run(self, task: RawTask) -> RowResult:
+        with self.lock:
+            try:
+                return self._run(task)
+            except RejectedCode as e:
+                return RowResult(task.task_id, reason=e.reason)
+
+    @contextmanager
+    def _waiting(self):
+        self.lock.release()
         try:
-            return self._run(task)
-        except RejectedCode as e:
-            return RowResult(task.task_id, reason=e.reason)
+            yield
+        finally:
+            self.lock.acquire()
 
     def _run(self, task: RawTask) -> RowResult:
         cfg = self.cfg
@@ -274,11 +290,12 @@ class _Builder:
             if timeouts >= self.cfg.max_timeouts:
                 results.append(None)
                 continue
-            result = self.pool.call(code, text, timeout_s=timeout_s)
-            # once more if the sandbox failed, or if a slow call may just have been descheduled
-            slow = result.ok and result.duration_s > self.cfg.max_call_s
-            if slow or (result.error or "").startswith("SandboxError"):
+            with self._waiting():
                 result = self.pool.call(code, text, timeout_s=timeout_s)
+                # once more if the sandbox failed, or if a slow call may just have been descheduled
+                slow = result.ok and result.duration_s > self.cfg.max_call_s
+                if slow or (result.error or "").startswith("SandboxError"):
+                    result = self.pool.call(code, text, timeout_s=timeout_s)
             timeouts += (result.error or "").startswith("TimeoutError")
             results.append(result)
         return results
@@ -294,7 +311,9 @@ class _Builder:
                 ok.append((text, args, *stored, result.duration_s))
         # cheap calls first: the coverage helper has a time budget; examples keep the batch order
         order = sorted(range(len(ok)), key=lambda k: ok[k][-1])
-        report = self.coverage.measure(plain, [ok[k][0] for k in order])
+        static = static_branch_arcs(plain)  # parsing: under the lock
+        with self._waiting():
+            report = self.coverage.measure(plain, [ok[k][0] for k in order], static=static)
         arcs = dict(zip(order, report.per_input))
         for k, (text, args, value, key, _) in enumerate(ok):
             examples[text] = Example(text, args, value, key, arcs[k], seed=text in seeds)
@@ -432,8 +451,9 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
     try:
         with SandboxPool(workers=cfg.workers) as pool:
             free: queue.Queue[_Builder] = queue.Queue()
+            lock = threading.Lock()
             for r in runners:
-                free.put(_Builder(pool, r, cfg))
+                free.put(_Builder(pool, r, cfg, lock))
 
             def run(task: RawTask) -> RowResult:
                 builder = free.get()  # each thread holds its own coverage helper for one task
