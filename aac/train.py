@@ -120,7 +120,7 @@ class Trainer:
         self.version = 0
         resumed = self._resume()
         if not resumed:
-            self._sync(self.version)  # version 0: the fresh LoRA (B = 0), served as the actor
+            self._sync(self.version)  # version 0: the fresh LoRA (B = 0) or learner.init_adapter, served as the actor
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
 
     # ------------------------------------------------------------------ pieces of a step

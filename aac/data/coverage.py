@@ -100,9 +100,10 @@ class CoverageRunner:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
 
-    def measure(self, source: str, inputs: list[str]) -> CoverageReport:
-        """Arcs that `test_func` of `source` executes on each input (PAU tuple literals)."""
-        branch_arcs, parser = static_branch_arcs(source)
+    def measure(self, source: str, inputs: list[str], static: tuple | None = None) -> CoverageReport:
+        """Arcs that `test_func` of `source` executes on each input (PAU tuple literals); `static`:
+        `static_branch_arcs(source)` when the caller parsed it already."""
+        branch_arcs, parser = static or static_branch_arcs(source)
         nothing: list[frozenset[Arc] | None] = [None] * len(inputs)
         request = json.dumps({"source": source, "inputs": inputs, "call_timeout_s": self.call_timeout_s,
                               "budget_s": self.budget_s,

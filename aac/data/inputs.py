@@ -147,7 +147,7 @@ class Mutator:
             for j, other in enumerate(seed):
                 if i == j:
                     continue
-                parts = _parts(other)
+                parts = parts_of(other)
                 same = [p for p in parts if type(p) is type(v)]
                 if same:
                     out.append(seed[:i] + (self.rng.choice(same),) + seed[i + 1:])
@@ -187,7 +187,7 @@ class Mutator:
         return out
 
 
-def _parts(v) -> list:
+def parts_of(v) -> list:
     """What another argument could be taken from `v`: its items, keys, characters or substrings."""
     if isinstance(v, str):
         return [v[i:j] for i, j in ((0, 1), (len(v) // 2, len(v) // 2 + 1), (0, 2), (1, 3))] if v else []

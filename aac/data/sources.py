@@ -11,6 +11,7 @@ import gzip
 import importlib.resources
 import inspect
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ from typing import Any
 
 from aac.data.anonymize import parse_quietly
 
-SOURCES = ("humaneval", "mbpp", "cruxeval", "jsonl")
+SOURCES = ("humaneval", "mbpp", "mbpp_train", "mbpp_test", "cruxeval", "codealpaca", "jsonl")
+MBPP_TEST_IDS = range(11, 511)  # MBPP's README: 11-510 evaluate, 1-10 prompt, the rest train/validate
 MAX_DESCRIPTION_WORDS = 75  # the PAU gold descriptions are short (≤ ~100 tokens)
 
 
@@ -46,13 +48,15 @@ class RawTask:
 
 
 def parse_source_spec(spec: str) -> tuple[str, Path | None]:
-    """`humaneval`, `humaneval:PATH`, `mbpp:PATH`, `cruxeval:PATH`, `jsonl:PATH` -> (name, path)."""
+    """`humaneval`, `humaneval:PATH`, `mbpp[_train|_test]:PATH`, `cruxeval:PATH`, `codealpaca:PATH`
+    (a file or a folder of them), `jsonl:PATH` -> (name, path)."""
     name, _, path = spec.partition(":")
     if name not in SOURCES:
         raise SourceError(f"unknown source {name!r} (use one of: {', '.join(SOURCES)}, as NAME or NAME:PATH)")
     if not path and name != "humaneval":
         raise SourceError(f"source {name!r} needs a file: --source {name}:PATH")
-    if path and not Path(path).expanduser().is_file():
+    folder_ok = name == "codealpaca" and Path(path).expanduser().is_dir()
+    if path and not (Path(path).expanduser().is_file() or folder_ok):
         raise SourceError(f"{path}: no such file")
     return name, Path(path).expanduser() if path else None
 
@@ -60,7 +64,12 @@ def parse_source_spec(spec: str) -> tuple[str, Path | None]:
 def read_tasks(spec: str) -> Iterator[RawTask | tuple[str, str]]:
     """The source's tasks in file order; a row that cannot be read yields (task_id, reason)."""
     name, path = parse_source_spec(spec)
-    reader = {"humaneval": _humaneval, "mbpp": _mbpp, "cruxeval": _cruxeval, "jsonl": _generic}[name]
+    if name.startswith("mbpp_"):
+        keep = (lambda i: i in MBPP_TEST_IDS) if name == "mbpp_test" else (lambda i: i not in MBPP_TEST_IDS)
+        yield from _mbpp(path, keep)
+        return
+    reader = {"humaneval": _humaneval, "mbpp": _mbpp, "cruxeval": _cruxeval, "codealpaca": _codealpaca,
+              "jsonl": _generic}[name]
     yield from reader(path)
 
 
@@ -84,6 +93,16 @@ def _records(path: Path) -> list[dict]:
     if not all(isinstance(r, dict) for r in rows):
         raise SourceError(f"{path}: expected JSON objects, one per row")
     return rows
+
+
+def shared_sources() -> Path:
+    """The raw sources folder: $AAC_SOURCES, else `shared/data/sources` beside the checkout."""
+    folder = Path(os.environ.get("AAC_SOURCES") or Path(__file__).resolve().parents[3] / "shared" / "data"
+                  / "sources")
+    if not folder.is_dir():
+        raise SourceError(f"{folder}: no raw sources folder (set AAC_SOURCES to the folder holding "
+                          "codealpaca/, mbpp/, cruxeval/)")
+    return folder
 
 
 def humaneval_package_file() -> Path:
@@ -111,9 +130,12 @@ def _humaneval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
                       clean_description(docstring or "", entry))
 
 
-def _mbpp(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
+def _mbpp(path: Path | None, keep=lambda task_id: True) -> Iterator[RawTask | tuple[str, str]]:
+    """MBPP full or sanitized; `keep(task_id)` selects the ids (the split's rows are not read)."""
     assert path is not None
     for row in _records(path):
+        if isinstance(row.get("task_id"), int) and not keep(row["task_id"]):
+            continue
         task_id = f"mbpp/{row.get('task_id', '?')}"
         code, tests = row.get("code"), row.get("test_list")
         text = row.get("prompt") or row.get("text")
@@ -140,6 +162,29 @@ def _cruxeval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
         yield RawTask(task_id, "cruxeval", code, "f", literal_calls(f"f({given})", "f"), "")
 
 
+def _codealpaca(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
+    """CodeAlpaca rows `{instruction, input, output}`: the Python function of the output (its
+    fenced block when there is one), seeds from its demo calls and the row's `input`, the
+    instruction as description. A file, or a folder read file by file in name order."""
+    assert path is not None
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    for file in files:
+        for n, row in enumerate(_records(file)):
+            task_id = f"codealpaca/{file.stem}/{n}"
+            text, given, output = row.get("instruction"), row.get("input") or "", row.get("output")
+            if not isinstance(text, str) or not isinstance(output, str) or not isinstance(given, str):
+                yield task_id, "malformed row"
+                continue
+            code = python_block(output)
+            entry = code and demo_entry(code)
+            if not entry:
+                yield task_id, "no python function"
+                continue
+            seeds = literal_calls(code, entry, bound=literal_assignments(code))
+            seeds += input_field_calls(given)
+            yield RawTask(task_id, "codealpaca", code, entry, seeds, clean_description(text, entry))
+
+
 def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
     """Rows `{"code", "entry_point", "inputs"?: [PAU input strings], "description"?, "task_id"?}`."""
     from aac.sandbox.values import InputParseError, parse_input
@@ -164,8 +209,8 @@ def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
 
 # ---------------------------------------------------------------- test inputs, by AST
 
-def literal_calls(code: str, name: str) -> list[SeedCall]:
-    """Every call `name(...)` in `code` whose arguments are all literals."""
+def literal_calls(code: str, name: str, bound: dict[str, Any] | None = None) -> list[SeedCall]:
+    """Every call `name(...)` in `code` whose arguments are all literals (or names `bound` to one)."""
     try:
         tree = parse_quietly(code)
     except (SyntaxError, ValueError):
@@ -176,12 +221,87 @@ def literal_calls(code: str, name: str) -> list[SeedCall]:
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             continue
+        def value(a: ast.expr):
+            if bound and isinstance(a, ast.Name) and a.id in bound:
+                return bound[a.id]
+            return ast.literal_eval(a)
+
         try:
-            args = tuple(ast.literal_eval(a) for a in node.args)
-            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            args = tuple(value(a) for a in node.args)
+            kwargs = {k.arg: value(k.value) for k in node.keywords}
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         out.append(SeedCall(args, kwargs))
+    return out
+
+
+def literal_assignments(code: str) -> dict[str, Any]:
+    """Top-level `name = <literal>` of a module (demo code passes its inputs through variables)."""
+    out: dict[str, Any] = {}
+    for stmt in parse_quietly(code).body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                out[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return out
+
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | re.I)
+
+
+def python_block(text: str) -> str | None:
+    """The Python module in a model's answer: its first fenced block that parses, else the whole
+    text when it parses; None when neither does."""
+    for block in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
+        try:
+            parse_quietly(block)
+        except (SyntaxError, ValueError):
+            continue
+        return block
+    return None
+
+
+def demo_entry(code: str) -> str | None:
+    """The function an answer is about: the top-level def its demo code calls, else the one no
+    other function calls (the last such), else None when the module defines no function."""
+    tree = parse_quietly(code)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not defs:
+        return None
+    names = {d.name for d in defs}
+    demo = [n for s in tree.body if not isinstance(s, ast.FunctionDef | ast.ClassDef) for n in ast.walk(s)]
+    called = [n.func.id for n in demo if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    hit = next((c for c in called if c in names), None)
+    if hit:
+        return hit
+    inner = {n.func.id for d in defs for n in ast.walk(d) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id != d.name}
+    top = [d.name for d in defs if d.name not in inner]
+    return top[-1] if top else defs[-1].name
+
+
+_LABELLED = re.compile(r"^\s*[\w ()'\-]{1,40}[:=]\s*(.+?)\s*$")
+
+
+def input_field_calls(given: str) -> list[SeedCall]:
+    """Seed calls from a CodeAlpaca `input` field: one literal (`[1, 2, 3]`), a literal per line
+    (`Number: 2` / `Power: 4`, `a = 5`), or several comma-separated literals."""
+    given = given.strip()
+    if not given:
+        return []
+    lines = [ln for ln in given.splitlines() if ln.strip()]
+    candidates = [given, f"({given})"]
+    values = [m.group(1) for ln in lines if (m := _LABELLED.match(ln))]
+    if len(values) == len(lines):
+        candidates.append("(" + ", ".join(values) + ",)")
+    out = []
+    for text in candidates:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        out.append(SeedCall(value if isinstance(value, tuple) and text != given else (value,)))
     return out
 
 

@@ -35,13 +35,16 @@ def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 
         runs.append({"name": name, "dir": str(d), "mode": ident.get("mode"), **summarize(ident, eps, scores)})
         score_by.append({u: scores[u]["judge"]["score"] for u in common})
         code_by.append({u: scores[u]["code_match"]["score"] for u in common})
+    # description scores only where every run has one (rows without a gold description have none)
+    judged = [u for u in common if all(s[u] is not None for s in score_by)]
+    score_by = [{u: s[u] for u in judged} for s in score_by]
     best_score, best_code = per_instance_max(score_by), per_instance_max(code_by)
     mean, std = mean_std(list(best_score.values()))
     pvalues = []
     for i, j in combinations(range(len(runs)), 2):
         pvalues.append({
             "a": names[i], "b": names[j],
-            "score_p": paired_bootstrap([score_by[i][u] for u in common], [score_by[j][u] for u in common],
+            "score_p": paired_bootstrap([score_by[i][u] for u in judged], [score_by[j][u] for u in judged],
                                         resamples=resamples, seed=seed),
             "code_match_p": paired_bootstrap([code_by[i][u] for u in common], [code_by[j][u] for u in common],
                                              resamples=resamples, seed=seed),
@@ -55,9 +58,9 @@ def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 
                 "code_match": {"mean": mean_std(list(best_code.values()))[0],
                                "pct_eq_1": pct([v >= 1 for v in best_code.values()])}},
         "pvalues": pvalues,
-        "per_instance": {"uids": common, "score": {n: [s[u] for u in common] for n, s in zip(names, score_by)},
+        "per_instance": {"uids": common, "score": {n: [s.get(u) for u in common] for n, s in zip(names, score_by)},
                          "code_match": {n: [c[u] for u in common] for n, c in zip(names, code_by)},
-                         "score_max": [best_score[u] for u in common],
+                         "score_max": [best_score.get(u) for u in common],
                          "code_match_max": [best_code[u] for u in common]},
     }
 

@@ -18,7 +18,8 @@ def _code_match_block(values: list[float]) -> dict:
 
 def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
     scored = [scores[e["uid"]] for e in episodes if e["uid"] in scores]
-    ratings = [s["judge"]["score"] for s in scored]
+    judged = [s for s in scored if s["judge"]["score"] is not None]  # rows without a gold description: no score
+    ratings = [s["judge"]["score"] for s in judged]
     mean, std = mean_std(ratings)
     turns = sum(e["turns"] for e in episodes)
     out = {
@@ -26,7 +27,8 @@ def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
         "n_scored": len(scored),
         "description_score": {
             "mean": mean, "std": std, "pct_at": score_histogram(ratings), "pct_ge_3": pct([r >= 3 for r in ratings]),
-            "judge_unparsable_pct": pct([not s["judge"]["parsed"] for s in scored]),
+            "judge_unparsable_pct": pct([not s["judge"]["parsed"] for s in judged]),
+            "n_without_gold_description": len(scored) - len(judged),
         },
         "code_match": _code_match_block([s["code_match"]["score"] for s in scored]),
         "queries_mean": mean_std([e["num_queries"] for e in episodes])[0],
@@ -105,5 +107,6 @@ def write_report(run_dir: str | Path, *, plot: bool = True) -> dict:
         from aac.eval.plot import plot_score_distribution
 
         name = identity.get("name") or run_dir.name
-        plot_score_distribution({name: [s["judge"]["score"] for s in scores.values()]}, run_dir / records.PLOT)
+        plot_score_distribution({name: [s["judge"]["score"] for s in scores.values() if s["judge"]["score"] is not None]},
+                                run_dir / records.PLOT)
     return report

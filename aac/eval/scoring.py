@@ -22,13 +22,18 @@ def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], ju
     for start in range(0, len(episodes), batch_size):
         chunk = episodes[start: start + batch_size]
         insts = [instances[e["uid"]] for e in chunk]
-        ratings = judge.rate([(i.header, i.description, e["description"]) for e, i in zip(chunk, insts)])
+        # a row without a gold description (e.g. CRUXEval in builtin:pau_like) has no judge score; its
+        # code match still counts
+        judged = [k for k, i in enumerate(insts) if i.description]
+        rated = iter(judge.rate([(insts[k].header, insts[k].description, chunk[k]["description"]) for k in judged]))
+        ratings = [next(rated) if i.description else None for i in insts]
         matches = matcher.score([coder_task(e, i, e["description"]) for e, i in zip(chunk, insts)])
         golds = matcher.score([coder_task(e, i, i.description) for e, i in zip(chunk, insts)]) if gold else None
         out = []
         for k, (e, r, m) in enumerate(zip(chunk, ratings, matches)):
-            rec = {"uid": e["uid"], "judge": {"score": r.score, "parsed": r.parsed, "text": r.text},
-                   "code_match": m.to_dict()}
+            judge_rec = ({"score": None, "parsed": False, "text": "", "skipped": "no gold description"} if r is None
+                         else {"score": r.score, "parsed": r.parsed, "text": r.text})
+            rec = {"uid": e["uid"], "judge": judge_rec, "code_match": m.to_dict()}
             if golds is not None:
                 rec["code_match_gold"] = golds[k].to_dict()
             out.append(rec)

@@ -29,7 +29,8 @@ from transformers import PreTrainedModel
 from aac.learner.backends import make_backend
 from aac.learner.batching import Sample, collate, completion_logps, plan_micro_batches
 from aac.learner.grpo import grpo_loss, truncated_is_weight
-from aac.learner.policy import add_lora, load_base_model, token_logps
+from aac.learner.policy import add_lora, load_adapter_weights, load_base_model, token_logps
+from aac.learner.sft_loss import sft_loss
 
 LOSS_METRICS = ("loss", "pg_loss", "kl", "clip_frac")
 SAMPLING_METRICS = ("sampling/logprob_gap", "sampling/is_weight_mean", "sampling/is_weight_max",
@@ -89,6 +90,8 @@ class Learner:
         base = base_model if base_model is not None else load_base_model(model_path, cfg.dtype)
         self.pad_id = base.config.pad_token_id if base.config.pad_token_id is not None else 0
         self.policy = add_lora(base, cfg, seed)
+        if getattr(cfg, "init_adapter", None):  # a warm start (e.g. aac.sft's adapter) instead of B = 0
+            load_adapter_weights(self.policy, cfg.init_adapter)
         self.backend = make_backend(self.policy, cfg, self.device)
         self.steps = 0  # optimizer steps taken
 
@@ -189,6 +192,26 @@ class Learner:
                    grad_norm=sum(m["grad_norm"] for m in per_minibatch) / len(per_minibatch), skipped=False,
                    steps=self.steps, per_minibatch=per_minibatch)
         return out
+
+    def sft_update(self, samples: Sequence[Sample]) -> dict[str, Any]:
+        """One optimizer step of token-mean NLL on the completion tokens (prompt tokens masked);
+        metrics: loss (the batch's mean NLL per completion token), loss_tokens, grad_norm, steps."""
+        if not samples:
+            raise ValueError("Learner.sft_update: no samples")
+        for s in samples:
+            s.check()
+        loss_tokens = sum(len(s.completion_ids) for s in samples)
+        total = 0.0
+        self.backend.zero_grad()
+        self.policy.train()
+        for indices in plan_micro_batches([len(s) for s in samples], self.cfg.micro_batch_tokens):
+            batch = collate([samples[i] for i in indices], self.pad_id).to(self.device)
+            loss = sft_loss(token_logps(self.backend, batch), batch.loss_mask, num_tokens=loss_tokens)
+            self.backend.backward(loss)
+            total += loss.item()
+        grad_norm = self.backend.step()
+        self.steps += 1
+        return {"loss": total, "loss_tokens": loss_tokens, "grad_norm": grad_norm, "steps": self.steps}
 
     @torch.no_grad()
     def token_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:

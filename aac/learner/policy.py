@@ -49,6 +49,32 @@ def add_lora(model: PreTrainedModel, cfg: Any, seed: int) -> PeftModel:
     return policy
 
 
+def load_adapter_weights(policy: PeftModel, path: str) -> None:
+    """Load a saved peft adapter (a folder with adapter_model.safetensors, or a checkpoint holding
+    one in adapter/) into `policy`'s fresh LoRA; its rank and target modules must match."""
+    from pathlib import Path
+
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    folder = Path(path).expanduser()
+    folder = folder / "adapter" if not (folder / "adapter_model.safetensors").exists() else folder
+    file = folder / "adapter_model.safetensors"
+    if not file.exists():
+        raise FileNotFoundError(f"learner.init_adapter={path}: no adapter_model.safetensors there or in adapter/")
+    state = load_file(str(file))
+    own = {k: v.shape for k, v in policy.state_dict().items() if "lora_" in k}
+    try:
+        result = set_peft_model_state_dict(policy, state)
+    except RuntimeError as e:  # shape mismatch: another rank
+        raise ValueError(f"learner.init_adapter={path} does not fit this LoRA (learner.lora_r, "
+                         f"target_modules): {str(e).splitlines()[0]}") from None
+    unexpected = getattr(result, "unexpected_keys", None)
+    if unexpected or len(state) != len(own):
+        raise ValueError(f"learner.init_adapter={path} does not fit this model's LoRA ({len(state)} tensors "
+                         f"for {len(own)}{', e.g. ' + unexpected[0] if unexpected else ''})")
+
+
 def token_logps(forward: Callable[..., Any], batch: MicroBatch) -> torch.Tensor:
     """[B, L-1] log-probs of tokens 1..L-1; positions before `batch.first` (prompt only) are 0.
 

@@ -1,0 +1,145 @@
+"""Teacher traces for supervised fine-tuning: the actor turns of `aac.eval` runs as chat samples.
+
+An eval run (aac/eval/records.py) stores each episode's replies and call results, not the prompts.
+The prompts are rebuilt by replaying the replies through the protocol's own `Episode` with a caller
+that answers each input with the recorded result, so a trace's prompts are exactly what the actor
+saw (and what training shows it). An episode is kept when its judged description score is
+>= `min_score` (the release's warm-start kept the *worst* traces: its comparison was inverted).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from aac.env.instance import Instance
+from aac.env.protocol import Episode, ProtocolConfig
+from aac.eval.records import load_run
+from aac.sandbox.pool import CallResult
+
+log = logging.getLogger(__name__)
+
+
+class TraceError(ValueError):
+    """An eval run that cannot be turned into samples (one line)."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One actor turn: the chat it was prompted with and its reply."""
+
+    uid: str
+    messages: list[dict]
+    reply: str
+
+
+@dataclass
+class TraceSummary:
+    episodes: int = 0
+    kept: int = 0
+    below_threshold: int = 0
+    unscored: int = 0
+    not_replayed: int = 0  # the replay diverged from the record, or the instance is gone
+    turns: int = 0
+
+    def text(self) -> str:
+        return (f"{self.episodes} episodes: {self.kept} kept ({self.turns} turns), {self.below_threshold} "
+                f"below the score threshold, {self.unscored} unscored, {self.not_replayed} not replayable")
+
+
+def judged_score(score_record: dict | None) -> float | None:
+    """The judge's description score of a scores.jsonl record (None when not judged)."""
+    judge = (score_record or {}).get("judge") or {}
+    value = judge.get("score")
+    return None if value is None else float(value)
+
+
+def keep_episode(score_record: dict | None, min_score: float) -> bool:
+    """The filter: judged, and at least `min_score` (higher is better: 1-5)."""
+    score = judged_score(score_record)
+    return score is not None and score >= min_score
+
+
+def _recorded_caller(steps: list[dict]):
+    """A caller that returns the recorded results of the episode's calls, in order."""
+    calls = iter([s["call"] for s in steps if s.get("phase") == "input" and s.get("call") is not None])
+
+    def call(source: str, input_str: str, timeout_s: float) -> CallResult:
+        rec = next(calls, None)
+        if rec is None:
+            raise TraceError("the replay made more calls than the record holds")
+        return CallResult(output=None, error=rec.get("error"), duration_s=rec.get("duration_s", 0.0),
+                          output_repr=rec.get("output_repr", "None"), normalized=None)
+
+    return call
+
+
+def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[Turn]:
+    """The episode's turns with their prompts, rebuilt; TraceError when the replay diverges."""
+    steps = record.get("steps") or []
+    episode = Episode(instance, protocol, _recorded_caller(steps))
+    turns = []
+    for step in steps:
+        if episode.done:
+            raise TraceError(f"{record['uid']}: the replay ended before the record")
+        messages = episode.prompt()
+        got = episode.step(step["response"])
+        if got.phase.value != step["phase"] or got.parsed != step.get("parsed"):
+            raise TraceError(f"{record['uid']}: the replay diverged at turn {step['index']}")
+        turns.append(Turn(record["uid"], messages, step["response"]))
+    return turns
+
+
+def run_protocol(identity: dict, env: Any) -> ProtocolConfig:
+    """The protocol an eval run played (its window, call budget, timeout; the env's prompt bounds)."""
+    try:
+        ev = SimpleNamespace(history_window=identity["history_window"], max_calls=identity["max_calls"],
+                             call_timeout_s=identity["call_timeout_s"])
+    except KeyError as e:
+        raise TraceError(f"run.json lacks {e.args[0]}: not an interactive aac.eval run") from None
+    return ProtocolConfig.from_eval(ev, env)
+
+
+def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,
+               instances_for=None) -> tuple[list[Turn], TraceSummary]:
+    """The turns of every kept episode of the runs. `instances_for(data, split)` loads a run's
+    instances (default: aac.datasets.load_instances)."""
+    if instances_for is None:
+        from aac.datasets import load_instances
+
+        def instances_for(data: str, split: str) -> list[Instance]:
+            return load_instances(data, split=split)
+
+    summary, turns = TraceSummary(), []
+    for run_dir in run_dirs:
+        identity, episodes, scores = load_run(run_dir)
+        if identity.get("mode") != "interactive":
+            raise TraceError(f"{run_dir}: mode {identity.get('mode')!r}; SFT needs interactive episodes")
+        protocol = run_protocol(identity, env)
+        by_uid = {i.uid: i for i in instances_for(identity["data"], identity["split"])}
+        for record in episodes:
+            summary.episodes += 1
+            score = scores.get(record["uid"])
+            if judged_score(score) is None:
+                summary.unscored += 1
+                continue
+            if not keep_episode(score, min_score):
+                summary.below_threshold += 1
+                continue
+            instance = by_uid.get(record["uid"])
+            try:
+                if instance is None:
+                    raise TraceError(f"{record['uid']}: not in {identity['data']} ({identity['split']})")
+                episode_turns = replay(record, instance, protocol)
+            except TraceError as e:
+                log.warning("skipping an episode: %s", e)
+                summary.not_replayed += 1
+                continue
+            summary.kept += 1
+            summary.turns += len(episode_turns)
+            turns += episode_turns
+    return turns, summary
