@@ -215,3 +215,48 @@ def flaky_endpoint():
     yield f"http://127.0.0.1:{server.server_address[1]}/v1", hits
     server.shutdown()
     server.server_close()
+
+
+# ---------------------------------------------------------------- a local OpenAI-compatible endpoint
+
+
+@pytest.fixture(scope="session")
+def serve_chat():
+    """`with serve_chat(reply) as (url, calls):` a real HTTP server on 127.0.0.1 speaking the chat
+    completions API; each request is answered with `reply(body)` and its body appended to `calls`."""
+    import contextlib
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    @contextlib.contextmanager
+    def serve(reply):
+        calls: list[dict] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802  (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                calls.append(body)
+                data = json.dumps({
+                    "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": reply(body)}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/v1", calls
+        finally:
+            server.shutdown()
+            server.server_close()
+
+    return serve

@@ -3,10 +3,7 @@ placement, per-step critic health, the eval protocol of held-out episodes."""
 
 from __future__ import annotations
 
-import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -27,35 +24,11 @@ def _train(cfg, out):
         trainer.close()
 
 
-class _Judge(BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that rates everything 7 and counts what it was asked."""
-
-    asked: list[dict] = []
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).asked.append(body)
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": "Consistent.\nRating: 7"}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def judge_endpoint():
-    _Judge.asked = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", _Judge.asked
-    server.shutdown()
+def judge_endpoint(serve_chat):
+    """An OpenAI-compatible chat endpoint that rates everything 7 and keeps what it was asked."""
+    with serve_chat(lambda body: "Consistent.\nRating: 7") as served:
+        yield served
 
 
 def test_critic_backend_openai_sends_every_judgment_to_the_endpoint_and_none_to_the_actor(tmp_path, judge_endpoint):

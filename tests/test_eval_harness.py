@@ -3,10 +3,6 @@ stub endpoint with canned replies: the `openai` engine path, real sandbox, real 
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 from test_eval_runner import PAU_ROWS, write_rows
 
@@ -20,37 +16,19 @@ JUDGE = "Mostly right.\nRating: 4"
 CODER = ("```python\ndef test_func(arg0, arg1):\n    return divmod(arg0, arg1) if arg1 else (0, arg0)\n```")
 
 
-class _Stub(BaseHTTPRequestHandler):
-    calls: list[dict] = []
+CALLS: list[dict] = []  # the requests the module's endpoint got (tests clear it)
 
-    def do_POST(self):  # noqa: N802  (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Stub.calls.append(body)
-        system = body["messages"][0]["content"]
-        text = JUDGE if "grader" in system else CODER if "programmer" in system else ACTOR
-        reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": text}}],
-                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, *args):
-        pass
+def _reply(body: dict) -> str:
+    CALLS.append(body)
+    system = body["messages"][0]["content"]
+    return JUDGE if "grader" in system else CODER if "programmer" in system else ACTOR
 
 
 @pytest.fixture(scope="module")
-def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def endpoint(serve_chat):
+    with serve_chat(_reply) as (url, _):
+        yield url
 
 
 def _cfg(*overrides):
@@ -62,7 +40,7 @@ def test_harness_runs_scores_reports_and_resumes(tmp_path, endpoint):
     out = tmp_path / "run"
     args = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
             "split=test", "gold=true", f"out_dir={out}", "logging.progress=false", "env.sandbox.workers=1"]
-    _Stub.calls.clear()
+    CALLS.clear()
     rep = evaluate(_cfg(*args))
     assert rep["n"] == rep["n_scored"] == len(PAU_ROWS)
     assert rep["description_score"]["mean"] == 4 and rep["concluded_pct"] == 100 and rep["queries_mean"] == 1
@@ -71,14 +49,14 @@ def test_harness_runs_scores_reports_and_resumes(tmp_path, endpoint):
     assert scores["hand/0"]["code_match"]["score"] == 1.0 and scores["hand/0"]["code_match_gold"]["score"] == 1.0
     assert scores["hand/1"]["code_match"]["score"] == 0.0
     assert rep["by_source"]["humaneval"]["code_match"]["mean"] == 1.0 and "code_match_gold" in rep
-    assert len(_Stub.calls) == 3 * 3 + 3 + 6  # 3 turns x 3 episodes, 3 judge, 3 + 3 (gold) coder
-    assert all(c["temperature"] == 0 for c in _Stub.calls)  # greedy by default
+    assert len(CALLS) == 3 * 3 + 3 + 6  # 3 turns x 3 episodes, 3 judge, 3 + 3 (gold) coder
+    assert all(c["temperature"] == 0 for c in CALLS)  # greedy by default
     assert {"report.json", "report.md", "score_distribution.png", "run.json"} <= {p.name for p in out.iterdir()}
 
     # a second run over the same folder redoes nothing; a different run into it is refused
-    _Stub.calls.clear()
+    CALLS.clear()
     evaluate(_cfg(*args))
-    assert _Stub.calls == []
+    assert CALLS == []
     with pytest.raises(records.RunDirError, match="mode"):
         evaluate(_cfg(*args, "mode=in_context"))
 
@@ -87,11 +65,11 @@ def test_in_context_mode_and_checkpoint_errors(tmp_path, endpoint):
     data = write_rows(tmp_path / "test.jsonl")
     base = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
             "split=test", "logging.progress=false", "env.sandbox.workers=1"]
-    _Stub.calls.clear()
+    CALLS.clear()
     rep = evaluate(_cfg(*base, "mode=in_context", f"out_dir={tmp_path / 'ic'}", "rollout.openai.model=served-actor",
                         "judge=judge-llm"))
     assert rep["queries_mean"] == 0 and rep["n_scored"] == 3 and rep["run"]["judge_model"] == "judge-llm"
-    served = {("grader" in c["messages"][0]["content"], c["model"]) for c in _Stub.calls}
+    served = {("grader" in c["messages"][0]["content"], c["model"]) for c in CALLS}
     assert served == {(False, "served-actor"), (True, "judge-llm")}  # coder = the actor's model
     with pytest.raises(EvalError, match="no peft adapter"):
         evaluate(_cfg(*base, f"checkpoint={tmp_path}", f"out_dir={tmp_path / 'x'}"))
