@@ -12,9 +12,10 @@ from test_instance import make_instance
 from aac.config import LearnerConfig
 from aac.env.protocol import Episode, ProtocolConfig
 from aac.eval import records
-from aac.eval.runner import interactive_record
 from aac.learner import Learner, Sample
 from aac.learner.sft_loss import sft_loss
+from aac.rollout.driver import EpisodeSpec, PlayedEpisode
+from aac.rollout.record import interactive_record
 from aac.sandbox.pool import CallResult
 from aac.traces import keep_episode, load_turns
 
@@ -40,7 +41,7 @@ def write_run(run_dir, scores: dict[str, float | None]) -> tuple[dict, ProtocolC
         for reply in REPLIES:
             ep.step(reply)
         prompts[uid] = [s.prompt for s in ep.steps]
-        episodes.append(interactive_record(ep, elapsed_s=1.0, gen_tokens=10))
+        episodes.append(interactive_record(PlayedEpisode(EpisodeSpec(0, ep.instance), ep, [], elapsed_s=1.0)))
     run_dir.mkdir(parents=True, exist_ok=True)
     records.write_json(run_dir / records.RUN, identity)
     records.append_jsonl(run_dir / records.EPISODES, episodes)
