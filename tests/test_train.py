@@ -89,6 +89,13 @@ def test_sync_check_passes_and_fires_when_sync_is_off(tmp_path):
     stale = tiny_cfg(*LEARNABLE, "max_steps=1", "learner.lr=5e-2", "save_every=100", "sync_adapter=false")
     with pytest.raises(SyncError, match="stale adapter"):
         _run(stale, tmp_path / "off")
+    # beyond the numeric floor (here none at all, as for a bf16 engine's ~0.15/token) the check asks
+    # which weights the engine is closer to: the new ones pass, the previous ones fail
+    no_floor = ("max_steps=1", "learner.lr=5e-2", "save_every=100", "sync_tolerance=0")
+    rows = _run(tiny_cfg(*LEARNABLE, *no_floor), tmp_path / "floorless")
+    assert rows[0]["sync/logprob_gap"] < rows[0]["sync/logprob_gap_previous"]
+    with pytest.raises(SyncError, match="stale adapter"):
+        _run(tiny_cfg(*LEARNABLE, *no_floor, "sync_adapter=false"), tmp_path / "floorless-off")
 
 
 def _short_tmp() -> str:
