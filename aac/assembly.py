@@ -11,7 +11,6 @@ collaborator.
   the GPUs its section names (`rollout.num_gpus`, `critic.num_gpus`).
 - `critic_engine`: the engine `critic.backend` / `critic.model` / `critic.openai` select.
 - `training_protocol` / `eval_protocol`: the protocol of training episodes and of held-out ones.
-- `place`: a piece in a Ray actor (with its GPU request) or in this process.
 """
 
 from __future__ import annotations
@@ -36,10 +35,6 @@ def eval_protocol(ev: Any, env: Any) -> ProtocolConfig:
     """Held-out episodes, in training or in `aac.eval`: the PAU setting (`eval.history_window`, a budget
     of `eval.max_calls` calls), with the environment's prompt and input bounds."""
     return ProtocolConfig.from_eval(ev, env)
-
-
-def place(cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0, **kwargs: Any) -> Placed:
-    return Placed(cls, *args, use_ray=use_ray, name=name, num_gpus=num_gpus, **kwargs)
 
 
 class EngineSet:
@@ -82,8 +77,8 @@ class EngineSet:
         if self.use_ray:
             from aac.engines.remote import EngineHost, RemoteEngine
 
-            host = place(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True, name=f"engine:{model}",
-                         num_gpus=num_gpus, **overrides)
+            host = Placed(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True, name=f"engine:{model}",
+                          num_gpus=num_gpus, **overrides)
             self._placed.append(host)
             engine: Engine = RemoteEngine(host.actor)
         else:

@@ -70,12 +70,12 @@ class Trainer:
     """Builds the engine, learner and rollout workers, and runs AAC steps."""
 
     def __init__(self, cfg: DictConfig, out_dir: Path):
-        from aac.assembly import EngineSet, critic_engine, place, training_protocol
+        from aac.assembly import EngineSet, critic_engine, training_protocol
         from aac.critic import NEVER_CHECKED, card_status
         from aac.datasets import load_instances
         from aac.learner import Learner
         from aac.models import resolve_model
-        from aac.placement import start_ray
+        from aac.placement import Placed, start_ray
         from aac.rollout.workers import RolloutWorker
 
         self.cfg, self.out_dir = cfg, out_dir
@@ -102,12 +102,12 @@ class Trainer:
         if critic is not self.engine:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)
-        self.learner = place(Learner, cfg.learner, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
-                             name="learner", num_gpus=cfg.learner.num_gpus)
+        self.learner = Placed(Learner, cfg.learner, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
+                              name="learner", num_gpus=cfg.learner.num_gpus)
         protocol = training_protocol(cfg.env)
         self.workers = [
-            place(RolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, self.engine, critic,
-                  use_ray=use_ray, name=f"rollout{i}")
+            Placed(RolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, self.engine, critic,
+                   use_ray=use_ray, name=f"rollout{i}")
             for i in range(r.num_workers)
         ]
         log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", r.engine,

@@ -116,9 +116,9 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
     different CUDA_VISIBLE_DEVICES (the real EngineHost and Learner, on the tiny model and on CPU)."""
     import ray
 
-    from aac.assembly import EngineSet, place
+    from aac.assembly import EngineSet
     from aac.learner import Learner
-    from aac.placement import start_ray
+    from aac.placement import Placed, start_ray
 
     cfg = compose("+recipe=qwen3_8b", "model=tiny_qwen3", "rollout.engine=hf", "learner.backend=torch",
                   "learner.dtype=float32", "model.dtype=float32", "learner.lora_r=4")
@@ -131,8 +131,8 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
     try:
         engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=True)
         engine = engines.actor(lora_rank=cfg.learner.lora_r)
-        learner = place(Learner, cfg.learner, tiny_model_path, 0, use_ray=True, name="learner",
-                        num_gpus=cfg.learner.num_gpus)
+        learner = Placed(Learner, cfg.learner, tiny_model_path, 0, use_ray=True, name="learner",
+                         num_gpus=cfg.learner.num_gpus)
 
         def visible(actor):
             return ray.get(actor.__ray_call__.remote(lambda self: os.environ.get("CUDA_VISIBLE_DEVICES")))
