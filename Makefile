@@ -35,7 +35,7 @@ demo: prepare
 	$(PY) -m aac.train
 
 test: prepare
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15  # the slowest tests: where the 20-minute budget goes
 
 test-fast: prepare
 	$(PY) -m pytest -m "not slow"
