@@ -64,10 +64,6 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
     }
 
 
-def _progress(cfg: Any, total: int, what: str):
-    return bar(total, what, enabled=cfg.logging.progress)
-
-
 def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
     path = run_dir / records.TIMING
     timing = json.loads(path.read_text()) if path.exists() else {}
@@ -99,7 +95,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
                       cfg.rollout.top_p)
     t0 = time.perf_counter()
-    with _progress(cfg, len(todo), f"{e.mode} episodes") as advance:
+    with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress) as advance:
         def save(recs: list[dict]) -> None:
             records.append_jsonl(path, recs)
 
@@ -136,7 +132,7 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
         return
     judge, matcher = scorers(cfg, engines, pool)
     t0 = time.perf_counter()
-    with _progress(cfg, len(todo), "scoring") as advance:
+    with bar(len(todo), "scoring", enabled=cfg.logging.progress) as advance:
         score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
                        on_done=lambda recs: records.append_jsonl(path, recs), progress=advance)
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))

@@ -124,7 +124,7 @@ class RolloutWorker:
         flat = [j for per_episode in asks for j in per_episode if j is not None]
         scores = iter(self.critic.score(flat) if flat else [])
         t_critic = time.perf_counter() - t0
-        out = [self._result(p, [next(scores) if j is not None else None for j in js]) for p, js in zip(played, asks)]
+        out = [self._result(p, js, [next(scores) if j is not None else None for j in js]) for p, js in zip(played, asks)]
         after = self.critic.counts()
         return RolloutBatch(
             episodes=out,
@@ -152,15 +152,15 @@ class RolloutWorker:
                                 observations=turn.observations, text=graded_text(step, kind), query=query))
         return out
 
-    def _result(self, played: PlayedEpisode, step_scores: list[Optional[float]]) -> EpisodeResult:
+    def _result(self, played: PlayedEpisode, judgments: list[Any], step_scores: list[Optional[float]]) -> EpisodeResult:
         steps = [t.step for t in played.turns]
         rewards = episode_rewards(steps, step_scores, self.rewards)
         turns = [
             Turn(phase=t.step.phase.value, prompt_ids=list(t.result.prompt_ids), token_ids=list(t.result.token_ids),
                  logprobs=list(t.result.logprobs or []), adapter_version=t.result.adapter_version,
-                 parse_ok=t.step.parse_ok, reward=reward, judged=judgment_kind(t.step, self.rewards), score=score,
+                 parse_ok=t.step.parse_ok, reward=reward, judged=j.kind if j is not None else None, score=score,
                  words=len(t.step.text.split()))
-            for t, reward, score in zip(played.turns, rewards, step_scores)
+            for t, j, reward, score in zip(played.turns, judgments, rewards, step_scores)
         ]
         ep = played.episode
         return EpisodeResult(key=played.spec.key, uid=ep.instance.uid, group=played.spec.group, turns=turns, num_queries=ep.num_queries,
