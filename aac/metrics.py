@@ -110,9 +110,10 @@ def plot(rows: list[dict[str, Any]], out: Path, keys: Optional[list[str]] = None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # behaviour beside the reward: a rising reward alone can be a policy gaming the objective
     keys = keys or [
-        "reward/episode_total_mean", "reward/reasoning_mean", "reward/input_mean", "reward/reflect_mean",
-        "episode/queries_mean", "episode/concluded_pct", "update/kl", "update/clip_frac",
+        "reward/episode_total_mean", "episode/queries_mean", "episode/concluded_pct", "episode/premature_stop_pct",
+        "parse_fail/input_rate", "parse_fail/reflect_rate", "critic/hypothesis/mean", "critic/informativeness/mean",
     ]
     keys = [k for k in keys if any(r.get(k) is not None for r in rows)]
     cols = 4

@@ -32,6 +32,8 @@ def test_accounting_counts():
     assert hist == [2, 0, 0, 0, 0, 1, 0, 0, 0, 2]  # 0.0 and 0.05 in bin 0; 1.0 in the last bin
     assert m["critic/hypothesis/masked"] == 1 and m["critic/informativeness/masked"] == 2
     assert m["critic/informativeness/bin_3"] == 1
+    assert m["critic/hypothesis/mean"] == pytest.approx((0.0 + 0.05 + 0.95 + 1.0 + 0.5) / 5)  # masked left out
+    assert m["critic/informativeness/mean"] == pytest.approx(0.31)
     assert warnings == []
     m5, _ = signal_accounting(**BATCH, bins=5)
     assert "critic/hypothesis/bin_5" not in m5 and m5["critic/hypothesis/bin_4"] == 2

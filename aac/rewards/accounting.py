@@ -71,6 +71,7 @@ def signal_accounting(groups: Sequence[Hashable], phases: Sequence[Sequence[str]
         for k, count in enumerate(_histogram(valid, bins)):
             metrics[f"critic/{kind}/bin_{k}"] = float(count)
         metrics[f"critic/{kind}/masked"] = float(len(values) - len(valid))
+        metrics[f"critic/{kind}/mean"] = sum(valid) / len(valid) if valid else float("nan")
 
     warnings = []
     if zero == total:
