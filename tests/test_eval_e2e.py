@@ -1,4 +1,4 @@
-"""End to end on CPU: SmolLM2 (base, and base + a LoRA checkpoint) evaluated on a slice of the built
+"""End to end on CPU: SmolLM2 (base in both modes, and base + a LoRA checkpoint interactive) evaluated on a slice of the built
 HumanEval test set, interactive and in-context, SmolLM2 as judge and coder; report, plot, compare,
 and resume after a kill. Small on purpose: 2 instances, 2 calls, short turns."""
 
@@ -43,12 +43,13 @@ def lora_checkpoint(tmp_path_factory, smollm2_path):
 def runs(tmp_path_factory, lora_checkpoint, run_module):
     out = tmp_path_factory.mktemp("eval")
     dirs = {}
-    for label, extra in [("base", []), ("lora", [f"checkpoint={lora_checkpoint}"])]:
-        for mode in ("interactive", "in_context"):
-            d = out / f"{label}_{mode}"
-            res = run_module("aac.eval", *SMALL, f"mode={mode}", *extra, f"out_dir={d}", timeout=600, env=ENV)
-            assert res.returncode == 0, res.stderr[-3000:]
-            dirs[(label, mode)] = d
+    # three runs, not four: the checkpoint loads the same way in either mode
+    for label, mode, extra in [("base", "interactive", []), ("base", "in_context", []),
+                               ("lora", "interactive", [f"checkpoint={lora_checkpoint}"])]:
+        d = out / f"{label}_{mode}"
+        res = run_module("aac.eval", *SMALL, f"mode={mode}", *extra, f"out_dir={d}", timeout=600, env=ENV)
+        assert res.returncode == 0, res.stderr[-3000:]
+        dirs[(label, mode)] = d
     return out, dirs
 
 
@@ -82,7 +83,7 @@ def test_compare_table(runs, run_module):
     assert res.returncode == 0, res.stderr
     assert "**MAX**" in res.stdout and "p (score)" in res.stdout
     result = json.loads((out / "cmp" / "compare.json").read_text())
-    assert result["n_common"] == 2 and len(result["pvalues"]) == 6
+    assert result["n_common"] == 2 and len(result["pvalues"]) == 3
     assert (out / "cmp" / records.PLOT).exists()
     print("\n" + res.stdout)
 
