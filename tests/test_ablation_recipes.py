@@ -31,8 +31,7 @@ def composed(module: str, argv: list[str]):
     if module == "aac.eval":
         return compose(*_rewrite_argv(rewrite_aliases(argv), None), config_name="eval_config")
     assert module == "aac.sft"
-    args = [f"{sft.ALIASES[k]}={v}" if k in sft.ALIASES else a for a in argv for k, _, v in [a.partition("=")]]
-    return compose(*_rewrite_argv(args, sft.DEFAULT_RECIPE))
+    return compose(*_rewrite_argv(sft.rewrite_args(argv), sft.DEFAULT_RECIPE))
 
 
 @pytest.mark.parametrize("recipe, teacher", [("distill", "none"), ("codearc_sft", "answer_aware")])
@@ -60,3 +59,9 @@ def test_codearc_sft_is_distill_with_the_answer_aware_teacher():
     assert (distill.eval.teacher, codearc.eval.teacher) == ("none", "answer_aware")
     codearc.eval.teacher, codearc.recipe_name = distill.eval.teacher, distill.recipe_name
     assert codearc == distill
+
+
+def test_sft_takes_several_runs_in_one_data_argument():
+    assert sft.rewrite_args(["data=a,b", "min_score=3", "sft.data=c,d", "x=1"]) == [
+        "sft.data='a,b'", "sft.min_score=3", "sft.data='c,d'", "x=1"]
+    assert compose(*sft.rewrite_args(["+recipe=tiny", "data=runs/a,runs/b"])).sft.data == "runs/a,runs/b"

@@ -111,3 +111,19 @@ def test_teacher_traces_are_marked_and_train_the_student_on_its_own_view(runs):
     assert sorted(summary.teachers.values()) == ["answer_aware", "none"]
     fragments = [f for i in instances for f in gold_fragments(i)]
     assert all(not leaked(t.messages, fragments) and t.reply == ACTOR for t in turns)
+
+
+@pytest.mark.slow
+def test_aac_sft_trains_on_teacher_and_endpoint_traces(runs, tmp_path):
+    """The chain runs: both runs' traces -> aac.sft (tiny student) -> a falling NLL and a checkpoint
+    that names the teachers it learned from."""
+    from aac.sft import rewrite_args, sft
+
+    out, _ = runs
+    cfg = compose(*rewrite_args(["+recipe=tiny", f"data={out['answer_aware'][0]},{out['none'][0]}", "epochs=2",
+                                 "sft.lr=1e-2", "sft.batch_turns=6"]))
+    result = sft(cfg, tmp_path)
+    nll = [r["losses/sft_nll"] for r in records.read_jsonl(tmp_path / "metrics.jsonl")]
+    assert result["samples"] == 2 * 3 * len(PAU_ROWS) and len(nll) == 6 and nll[-1] < nll[0]
+    state = json.loads(next((tmp_path / "checkpoints").glob("step_*/trainer.json")).read_text())
+    assert sorted(state["teachers"].values()) == ["answer_aware", "none"]
