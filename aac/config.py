@@ -42,6 +42,7 @@ Advantage = _choice("Advantage", "final", "episode", "turn")
 Placement = _choice("Placement", "ray", "local")
 LearnerBackend = _choice("LearnerBackend", "deepspeed", "torch")
 EvalMode = _choice("EvalMode", "interactive", "in_context")
+Teacher = _choice("Teacher", "none", "answer_aware")
 WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 
 
@@ -205,6 +206,10 @@ class EvalConfig:
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
     checkpoint: Optional[str] = None
     engine: Optional[EngineKind] = None  # None: rollout.engine
+    # none: the ordinary actor (DISTILL's teacher is any model played so) | answer_aware: the gold
+    # description and source in every prompt (the CodeARC-SFT teacher, aac/env/teacher.py); its
+    # records say so, and its scores are an oracle's, not a benchmark result
+    teacher: Teacher = Teacher.none
     history_window: int = 10
     max_calls: int = 25  # paper: 25 function calls (the release used 20 cycles)
     call_timeout_s: float = 30.0

@@ -119,12 +119,22 @@ def task(cfg: DictConfig) -> dict[str, Any]:
     return sft(cfg, out_dir)
 
 
-def main() -> None:
-    argv = []
-    for arg in sys.argv[1:]:
+def rewrite_args(argv: list[str]) -> list[str]:
+    """The short forms (`data=`, `min_score=`, `epochs=`) as `sft.*` keys; a comma-separated run list
+    is quoted, or Hydra would read it as a sweep."""
+    out = []
+    for arg in argv:
         key, sep, value = arg.partition("=")
-        argv.append(f"{ALIASES[key]}={value}" if sep and key in ALIASES else arg)
-    sys.argv = [sys.argv[0], *argv]
+        if sep and key in ALIASES:
+            key = ALIASES[key]
+        if sep and key == "sft.data" and "," in value and value[:1] not in "'\"":
+            value = f"'{value}'"
+        out.append(f"{key}={value}" if sep else arg)
+    return out
+
+
+def main() -> None:
+    sys.argv = [sys.argv[0], *rewrite_args(sys.argv[1:])]
     run_hydra(task, "config", DEFAULT_RECIPE)
 
 

@@ -5,13 +5,16 @@ The prompts are rebuilt by replaying the replies through the protocol's own `Epi
 that answers each input with the recorded result, so a trace's prompts are exactly what the actor
 saw (and what training shows it). An episode is kept when its judged description score is
 >= `min_score` (the release's warm-start kept the *worst* traces: its comparison was inverted).
+A teacher's run (`eval.teacher=answer_aware`, marked in run.json) loads the same way: the replay
+gives the ordinary prompts, without the privileged text the teacher saw, so the student learns the
+teacher's replies from its own view (CodeARC-SFT).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -45,10 +48,12 @@ class TraceSummary:
     unscored: int = 0
     not_replayed: int = 0  # the replay diverged from the record, or the instance is gone
     turns: int = 0
+    teachers: dict[str, str] = field(default_factory=dict)  # run dir -> the teacher that played it
 
     def text(self) -> str:
         return (f"{self.episodes} episodes: {self.kept} kept ({self.turns} turns), {self.below_threshold} "
-                f"below the score threshold, {self.unscored} unscored, {self.not_replayed} not replayable")
+                f"below the score threshold, {self.unscored} unscored, {self.not_replayed} not replayable; "
+                f"teacher {', '.join(sorted(set(self.teachers.values()))) or '-'}")
 
 
 def judged_score(score_record: dict | None) -> float | None:
@@ -120,6 +125,7 @@ def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,
         if identity.get("mode") != "interactive":
             raise TraceError(f"{run_dir}: mode {identity.get('mode')!r}; SFT needs interactive episodes")
         protocol = run_protocol(identity, env)
+        summary.teachers[str(run_dir)] = identity.get("teacher", "none")
         by_uid = {i.uid: i for i in instances_for(identity["data"], identity["split"])}
         for record in episodes:
             summary.episodes += 1

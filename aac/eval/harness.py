@@ -56,6 +56,7 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
     return {
         "name": name, "model": model, "checkpoint": str(adapter) if adapter else None, "mode": e.mode,
         "data": e.data, "split": e.split, "engine": e.engine or cfg.rollout.engine, "dtype": cfg.model.dtype,
+        "teacher": str(e.teacher),
         "temperature": e.temperature, "max_tokens_per_turn": e.max_tokens_per_turn,
         "history_window": e.history_window, "max_calls": e.max_calls, "call_timeout_s": e.call_timeout_s,
         "judge_model": e.judge_model or model, "coder_model": e.coder_model or model,
@@ -76,6 +77,7 @@ def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
 def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: Path | None, pool: Any) -> None:
     """Stage 1: write an episode record for every instance not yet in episodes.jsonl."""
     from aac.env.protocol import sandbox_caller
+    from aac.env.teacher import teacher_prompts
     from aac.eval.runner import ActorSpec, run_in_context, run_interactive
     from aac.rollout.driver import EpisodeSpec
 
@@ -93,11 +95,12 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     if adapter is not None:
         engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
-                      cfg.rollout.top_p)
+                      cfg.rollout.top_p, teacher_prompts(e.teacher))
+    teacher = {} if e.teacher == "none" else {"teacher": str(e.teacher)}  # marks a teacher's episodes
     t0 = time.perf_counter()
     with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress) as advance:
         def save(recs: list[dict]) -> None:
-            records.append_jsonl(path, recs)
+            records.append_jsonl(path, [{**r, **teacher} for r in recs])
 
         if e.mode == "interactive":
             protocol = eval_protocol(e, cfg.env)

@@ -59,6 +59,8 @@ def fmt(value: float | None, digits: int = 2) -> str:
 def render_markdown(report: dict) -> str:
     run, ds, cm = report["run"], report["description_score"], report["code_match"]
     what = ", ".join(f"{k}={run[k]}" for k in ("model", "checkpoint", "mode", "data", "split") if run.get(k))
+    if run.get("teacher", "none") != "none":  # a teacher saw the gold: its scores are no benchmark result
+        what += f"\n\nteacher={run['teacher']}: the actor saw the privileged information (SFT traces, not a result)"
     lines = [
         f"# PAU evaluation: {run.get('name', '')}".rstrip(), "", what, "",
         f"{report['n']} episodes, {report['n_scored']} scored.", "",

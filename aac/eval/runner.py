@@ -18,6 +18,7 @@ from aac.engines import GenRequest
 from aac.env.instance import Instance
 from aac.env.prompts import example_repr
 from aac.env.protocol import Episode, ProtocolConfig, in_context_prompt, parse_description  # noqa: F401
+from aac.env.teacher import PromptTransform, plain
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.record import interactive_record
 
@@ -26,7 +27,8 @@ OnDone = Callable[[list[dict]], None]
 
 @dataclass
 class ActorSpec:
-    """How the actor generates: the engine, its adapter (None: the base model) and sampling."""
+    """How the actor generates: the engine, its adapter (None: the base model), sampling, and the
+    teacher's rewrite of each prompt (aac/env/teacher.py; `plain`: the protocol's prompts)."""
 
     engine: Any
     adapter: str | None
@@ -34,6 +36,7 @@ class ActorSpec:
     temperature: float = 0.0
     seed: int = 0
     top_p: float = 1.0
+    prompt_for: PromptTransform = plain
 
     @property
     def sampling(self) -> SamplingSpec:
@@ -65,7 +68,8 @@ def run_in_context(specs: Sequence[EpisodeSpec], actor: ActorSpec, *, batch_size
     for start in range(0, len(specs), batch_size):
         chunk = specs[start: start + batch_size]
         t0 = time.perf_counter()
-        results = actor.generate([in_context_prompt(s.instance) for s in chunk], [s.key for s in chunk])
+        results = actor.generate([actor.prompt_for(s.instance, in_context_prompt(s.instance)) for s in chunk],
+                                 [s.key for s in chunk])
         dt = (time.perf_counter() - t0) / len(chunk)
         on_done([in_context_record(s.instance, r, elapsed_s=dt) for s, r in zip(chunk, results)])
         progress(len(chunk))
@@ -79,5 +83,5 @@ def run_interactive(specs: Sequence[EpisodeSpec], actor: ActorSpec, protocol: Pr
         progress(len(played))
 
     driver = EpisodeDriver(actor.engine, protocol, caller, actor.sampling, adapter=actor.adapter, seed=actor.seed,
-                           max_live=batch_size)
+                           max_live=batch_size, prompt_for=actor.prompt_for)
     driver.play(specs, on_done=done)

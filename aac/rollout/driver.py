@@ -21,6 +21,7 @@ from aac.engines import Engine, GenRequest, GenResult, Sampling
 from aac.env.instance import Instance
 from aac.env.observation import Observation
 from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
+from aac.env.teacher import PromptTransform, plain
 
 MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
 
@@ -106,14 +107,19 @@ class _Live:
 
 
 class EpisodeDriver:
-    """Plays episodes of one protocol against one engine (and adapter) with continuous batching."""
+    """Plays episodes of one protocol against one engine (and adapter) with continuous batching.
+
+    `prompt_for` (a teacher's, aac/env/teacher.py) rewrites each turn's chat before it is sent; the
+    episode's own records keep the protocol's prompt."""
 
     def __init__(self, engine: Engine, protocol: ProtocolConfig, caller: Caller, sampling: SamplingSpec, *,
-                 adapter: str | None = None, seed: int = 0, max_live: int | None = None):
+                 adapter: str | None = None, seed: int = 0, max_live: int | None = None,
+                 prompt_for: PromptTransform = plain):
         if max_live is not None and max_live < 1:
             raise ValueError(f"max_live must be >= 1 or None (all at once), got {max_live}")
         self.engine, self.protocol, self.caller = engine, protocol, caller
         self.sampling, self.adapter, self.seed, self.max_live = sampling, adapter, seed, max_live
+        self.prompt_for = prompt_for
 
     def play(self, specs: Iterable[EpisodeSpec],
              on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:
@@ -129,8 +135,8 @@ class EpisodeDriver:
             while queue and len(live) < slots:
                 spec = queue.popleft()
                 live.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
-            requests = [GenRequest(lv.episode.prompt(), self.sampling.for_turn(self.seed, lv.spec.key,
-                                                                                len(lv.turns)), self.adapter)
+            requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()),
+                                   self.sampling.for_turn(self.seed, lv.spec.key, len(lv.turns)), self.adapter)
                         for lv in live]
             t0 = time.perf_counter()
             results = self.engine.generate(requests)
