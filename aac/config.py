@@ -85,6 +85,9 @@ class EnvConfig:
     call_timeout_s: float = 10.0  # release: 10 s train, 30 s eval
     max_observation_chars: int = 200  # clip of each input/result shown in prompts
     max_window_chars: int = 1600  # budget of the observation window (oldest dropped first)
+    # decode each turn inside its phase's answer grammar (aac/env/grammar.py; HF engine): a policy
+    # that cannot write the formats (the tiny recipe's random model) can then act at all
+    constrained_format: bool = False
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
@@ -331,6 +334,8 @@ def validate(cfg: Any) -> None:
     if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
         raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
                           f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")
+    if cfg.env.constrained_format and cfg.rollout.engine != "hf":
+        raise ConfigError(f"env.constrained_format needs rollout.engine=hf (got {cfg.rollout.engine})")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 
