@@ -34,6 +34,7 @@ DType = _choice("DType", "float32", "bfloat16", "float16")
 OnBadRow = _choice("OnBadRow", "warn", "raise")
 Isolation = _choice("Isolation", "auto", *ISOLATION_MODES)  # the sandbox's own list (stdlib-only)
 CriticMode = _choice("CriticMode", "privileged", "symmetric")
+CriticKind = _choice("CriticKind", "llm", "scripted")
 CriticScoring = _choice("CriticScoring", "generate", "logprob")
 Informativeness = _choice("Informativeness", "judge", "coverage")
 EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
@@ -106,6 +107,11 @@ class OpenAIConfig:
 
 @dataclass
 class CriticConfig:
+    # llm: an LLM grades (the paper's) | scripted: a rule with a known optimum for controlled
+    # experiments (aac/critic/scripted.py): no engine; hypothesis quality passes rewards.stop_threshold
+    # at the scripted_k-th call that reaches new branch arcs
+    kind: CriticKind = CriticKind.llm
+    scripted_k: int = 3
     mode: CriticMode = CriticMode.privileged  # symmetric: the SYM-INFO ablation
     # None: the actor's base model, served by the same engine (adapter off)
     model: Optional[str] = None
@@ -306,7 +312,7 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
             "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
-            "learner.ppo_minibatches", "learner.tis_cap", "sft.epochs", "sft.batch_turns")
+            "learner.ppo_minibatches", "learner.tis_cap", "critic.scripted_k", "sft.epochs", "sft.batch_turns")
 
 
 class ConfigError(ValueError):

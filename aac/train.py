@@ -99,7 +99,7 @@ class Trainer:
         critic = critic_engine(self.engines, cfg.critic)
         status = card_status(cfg.critic.card)  # the critic's report card, or that it was never checked
         (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
-        if critic is not self.engine:
+        if critic is not None and critic is not self.engine:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)
         self.learner = Placed(Learner, cfg.learner, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
