@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 LITERALS = ("0", "1", "2", "3", "5", "7", "-1", "10", "'a'", "'ab'", "[]", "[1, 2]")
 WORDS = ("returns", "the", "input", "sum", "count", "sign", "of", "a", "list", "number", "string", "even",
          "odd", "value", "when", "is", "zero", "big")
-PLAN_WORDS = 4
-SUMMARY_WORDS = 6
+PLAN_WORDS = 2
+SUMMARY_WORDS = 2
 
 
 def _words(n: int) -> tuple[tuple[str, ...], ...]:
