@@ -22,11 +22,11 @@ import threading
 from typing import Any, Optional
 
 from aac.critic.coverage import CoverageInformativeness
-from aac.critic.critic import _Counters, with_rates
+from aac.critic.critic import Counted, _Counters
 from aac.critic.judgment import Judgment
 
 
-class ScriptedCritic:
+class ScriptedCritic(Counted):
     def __init__(self, cfg: Any, *, stop_threshold: float, caller: Any = None, coverage: Any = None) -> None:
         if cfg.scripted_k < 1:
             raise ValueError(f"critic.scripted_k must be >= 1, got {cfg.scripted_k}")
@@ -77,14 +77,6 @@ class ScriptedCritic:
             return None
         earlier = {o.input.strip() for o in call.observations}
         return call.query.strip() not in earlier and bool(arcs[1])
-
-    def counts(self) -> dict[str, float]:
-        with self._lock:
-            return dict(vars(self._counters))
-
-    @property
-    def health(self) -> dict[str, float]:
-        return with_rates(self.counts())
 
     def close(self) -> None:
         self.coverage.close()
