@@ -28,7 +28,10 @@ log = logging.getLogger("aac")
 
 def training_protocol(env: Any) -> ProtocolConfig:
     """Training episodes: `env.history_window`, `env.max_steps` (T_max), `env.max_calls`."""
-    return ProtocolConfig.from_env(env)
+    protocol = ProtocolConfig.from_env(env)
+    if protocol.constrained_format:
+        log.info("env.constrained_format: every turn is decoded inside its phase's grammar (aac/env/grammar.py)")
+    return protocol
 
 
 def eval_protocol(ev: Any, env: Any) -> ProtocolConfig:
@@ -104,9 +107,13 @@ def _with_model(openai: Any, served: str) -> Any:
     return OmegaConf.merge(openai, {"model": served})
 
 
-def critic_engine(engines: EngineSet, critic: Any) -> Engine:
+def critic_engine(engines: EngineSet, critic: Any) -> Optional[Engine]:
     """The critic's engine: `critic.backend` (default: the actor's backend) serving `critic.model`
-    (default: the actor's base model) — the actor's own engine, adapter off, when both are defaults."""
+    (default: the actor's base model) — the actor's own engine, adapter off, when both are defaults.
+    None for `critic.kind=scripted`, which needs none."""
+    if critic.kind == "scripted":
+        log.info("critic: scripted (K = %d informative calls), no engine", critic.scripted_k)
+        return None
     kind = critic.backend or engines.rollout.engine
     model = critic.model or engines.model.name
     openai = critic.openai if critic.backend == "openai" else None

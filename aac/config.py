@@ -34,6 +34,7 @@ DType = _choice("DType", "float32", "bfloat16", "float16")
 OnBadRow = _choice("OnBadRow", "warn", "raise")
 Isolation = _choice("Isolation", "auto", *ISOLATION_MODES)  # the sandbox's own list (stdlib-only)
 CriticMode = _choice("CriticMode", "privileged", "symmetric")
+CriticKind = _choice("CriticKind", "llm", "scripted")
 CriticScoring = _choice("CriticScoring", "generate", "logprob")
 Informativeness = _choice("Informativeness", "judge", "coverage")
 EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
@@ -86,6 +87,9 @@ class EnvConfig:
     call_timeout_s: float = 10.0  # release: 10 s train, 30 s eval
     max_observation_chars: int = 200  # clip of each input/result shown in prompts
     max_window_chars: int = 1600  # budget of the observation window (oldest dropped first)
+    # decode each turn inside its phase's answer grammar (aac/env/grammar.py; HF engine): a policy
+    # that cannot write the formats (the tiny recipe's random model) can then act at all
+    constrained_format: bool = False
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
@@ -104,6 +108,11 @@ class OpenAIConfig:
 
 @dataclass
 class CriticConfig:
+    # llm: an LLM grades (the paper's) | scripted: a rule with a known optimum for controlled
+    # experiments (aac/critic/scripted.py): no engine; hypothesis quality passes rewards.stop_threshold
+    # at the scripted_k-th call that reaches new branch arcs
+    kind: CriticKind = CriticKind.llm
+    scripted_k: int = 3
     mode: CriticMode = CriticMode.privileged  # symmetric: the SYM-INFO ablation
     # None: the actor's base model, served by the same engine (adapter off)
     model: Optional[str] = None
@@ -308,7 +317,7 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
             "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
-            "learner.ppo_minibatches", "learner.tis_cap", "sft.epochs", "sft.batch_turns")
+            "learner.ppo_minibatches", "learner.tis_cap", "critic.scripted_k", "sft.epochs", "sft.batch_turns")
 
 
 class ConfigError(ValueError):
@@ -336,6 +345,8 @@ def validate(cfg: Any) -> None:
     if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
         raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
                           f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")
+    if cfg.env.constrained_format and cfg.rollout.engine != "hf":
+        raise ConfigError(f"env.constrained_format needs rollout.engine=hf (got {cfg.rollout.engine})")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

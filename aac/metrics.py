@@ -46,6 +46,10 @@ def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
         if ep.concluded and ep.turns
     ]
     m["episode/premature_stop_pct"] = 100 * (sum(premature) / len(eps)) if eps else float("nan")
+    # what a stop was based on: the plans' informativeness summed per concluded episode (with the
+    # scripted critic, 0/1 scores: the number of informative calls before stopping)
+    m["episode/informativeness_at_stop_mean"] = _mean(
+        [sum(t.score or 0.0 for t in ep.turns if t.judged == "informativeness") for ep in eps if ep.concluded])
     for k, v in batch.timings.items():
         m[f"time/{k}_s"] = v
     for k, v in batch.critic_counts.items():  # this step's counts and rates, merged over workers

@@ -97,9 +97,10 @@ class Trainer:
         self.engines = EngineSet(cfg.model, r, cfg.seed, use_ray=use_ray)
         self.engine = self.engines.actor(lora_rank=cfg.learner.lora_r)
         critic = critic_engine(self.engines, cfg.critic)
-        status = card_status(cfg.critic.card)  # the critic's report card, or that it was never checked
-        (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
-        if critic is not self.engine:
+        if cfg.critic.kind == "llm":  # the scripted critic is a rule: it has no report card
+            status = card_status(cfg.critic.card)  # the critic's report card, or that it was never checked
+            (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
+        if critic is not None and critic is not self.engine:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)
         self.learner = Placed(Learner, cfg.learner, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,

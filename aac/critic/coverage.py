@@ -83,10 +83,10 @@ class CoverageInformativeness:
 
     def score(self, judgments: list[Judgment]) -> list[Optional[float]]:
         """One score in [0, 1] per informativeness judgment; None where the function could not be measured."""
-        self._measure(judgments)
+        self.measure(judgments)
         return [self._score(j) for j in judgments]
 
-    def _measure(self, judgments: list[Judgment]) -> None:
+    def measure(self, judgments: list[Judgment]) -> None:
         """Arcs of every input not yet measured, one runner request per function."""
         wanted: dict[str, tuple[str, set[str]]] = {}
         for j in judgments:
@@ -111,9 +111,9 @@ class CoverageInformativeness:
                 while len(self._arcs) > ARC_CACHE_ENTRIES:
                     self._arcs.popitem(last=False)
 
-    def _score(self, j: Judgment) -> Optional[float]:
-        if j.query is None:
-            return 0.0
+    def new_branch_arcs(self, j: Judgment) -> Optional[tuple[frozenset, frozenset]]:
+        """(the function's branch arcs, those of them `j.query` reached first) after `measure([j])`;
+        None when the function could not be measured."""
         digest = _digest(j.instance.code)
         if digest not in self._functions:  # the module itself failed under coverage
             return None
@@ -122,12 +122,21 @@ class CoverageInformativeness:
         for o in j.observations:
             seen |= self._arcs.get((digest, o.input)) or set()
         reached = self._arcs.get((digest, j.query)) or frozenset()
+        return branch, (reached - seen) & branch
+
+    def _score(self, j: Judgment) -> Optional[float]:
+        if j.query is None:
+            return 0.0
+        arcs = self.new_branch_arcs(j)
+        if arcs is None:
+            return None
+        branch, new = arcs
         call = self.caller(j.instance.code, j.query, self.call_timeout_s)
         new_result = result_key(call.output_repr, call.error) not in {
             result_key(o.output_repr, o.error) for o in j.observations}
         if not branch:
             return float(new_result)
-        share = len((reached - seen) & branch) / len(branch)
+        share = len(new) / len(branch)
         return (1.0 - self.output_weight) * share + self.output_weight * float(new_result)
 
 

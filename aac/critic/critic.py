@@ -60,7 +60,24 @@ class _Counters:
     coverage_failures: int = 0  # ... that could not be measured (None)
 
 
-class PrivilegedCritic:
+class Counted:
+    """The health counters every critic keeps (`_counters` under `_lock`), read the same way."""
+
+    _counters: _Counters
+    _lock: threading.Lock
+
+    def counts(self) -> dict[str, float]:
+        """The raw counters since start: subtract two snapshots for a period, add workers' up."""
+        with self._lock:
+            return dict(vars(self._counters))
+
+    @property
+    def health(self) -> dict[str, float]:
+        """Counters since start, plus rates: what a run logs to watch the critic."""
+        return with_rates(self.counts())
+
+
+class PrivilegedCritic(Counted):
     def __init__(self, engine: Engine, cfg: Any, adapter: Optional[str] = None, *, seed: int = 0,
                  caller: Any = None) -> None:
         """`caller` runs the function for `informativeness=coverage` (an `aac.env.protocol` caller, e.g.
@@ -188,16 +205,6 @@ class PrivilegedCritic:
             if len(self._cache) > CACHE_ENTRIES:
                 self._cache.popitem(last=False)
         return score
-
-    def counts(self) -> dict[str, float]:
-        """The raw counters since start: subtract two snapshots for a period, add workers' up."""
-        with self._lock:
-            return dict(vars(self._counters))
-
-    @property
-    def health(self) -> dict[str, float]:
-        """Counters since start, plus rates: what a run logs to watch the critic."""
-        return with_rates(self.counts())
 
     def close(self) -> None:
         """Stop the coverage helper, if any (the engine belongs to whoever built it)."""

@@ -36,6 +36,9 @@ class Sampling:
     seed: Optional[int] = None
     logprobs: bool = False  # return the sampled tokens' log-probs (see the module docstring)
     stop: Optional[list[str]] = None  # the text ends before the first stop string
+    # the reply must spell a string of this slot grammar (aac/engines/constrained.py); None: free.
+    # Not part of batch_key: rows of one batch may each have their own (HF engine only)
+    grammar: Optional[tuple[tuple[str, ...], ...]] = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0:

@@ -32,6 +32,7 @@ from aac.engines.base import (
     too_long,
     too_long_logprobs,
 )
+from aac.engines.constrained import Grammar, GrammarLogitsProcessor, MatcherCache
 
 
 def _batch_seed(seeds: list[Optional[int]]) -> Optional[int]:
@@ -69,6 +70,7 @@ class HFEngine(Engine):
         self.pad_id = pad if pad is not None else self.eos_ids[0]
         self._adapters: dict[str, tuple[int, str]] = {}  # name -> (version, peft adapter key)
         self._lock = threading.Lock()  # one model, one caller at a time
+        self._matchers: Optional[MatcherCache] = None  # constrained decoding, built on first use
         torch.manual_seed(seed)
 
     def _eos_ids(self) -> list[int]:
@@ -133,7 +135,7 @@ class HFEngine(Engine):
                     chunk = idx[start:start + self.batch_size]
                     seed = _batch_seed([requests[i].sampling.seed for i in chunk])
                     outs = self._generate_batch([prompts[i] for i in chunk], requests[chunk[0]].sampling, adapter,
-                                                seed)
+                                                seed, [requests[i].sampling.grammar for i in chunk])
                     for i, out in zip(chunk, outs):
                         results[i] = out
         done = [r for r in results if r is not None]
@@ -141,9 +143,9 @@ class HFEngine(Engine):
         return done
 
     def _generate_batch(self, prompts: list[list[int]], s: Sampling, adapter: Optional[str],
-                        seed: Optional[int]) -> list[GenResult]:
+                        seed: Optional[int], grammars: list[Optional[Grammar]]) -> list[GenResult]:
         import torch
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
 
         width = max(map(len, prompts))
         input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.device)
@@ -156,12 +158,18 @@ class HFEngine(Engine):
                                   eos_token_id=self.eos_ids, pad_token_id=self.pad_id,
                                   output_logits=s.logprobs, return_dict_in_generate=True,
                                   stop_strings=list(s.stop) if s.stop else None)
+        processors = LogitsProcessorList()
+        if any(g is not None for g in grammars):
+            if self._matchers is None:
+                self._matchers = MatcherCache(self.tokenizer, self.eos_ids)
+            processors.append(GrammarLogitsProcessor(
+                [self._matchers.get(g) if g is not None else None for g in grammars], width))
         rng = torch.random.fork_rng(devices=[]) if seed is not None else nullcontext()
         with rng, torch.no_grad(), self._use(adapter):
             if seed is not None:
                 torch.manual_seed(seed)
             out = self.model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
-                                      tokenizer=self.tokenizer)
+                                      tokenizer=self.tokenizer, logits_processor=processors)
         new = out.sequences[:, width:].tolist()
         logps = None
         if s.logprobs:  # raw logits = the temperature-1.0 distribution, as engine.py documents

@@ -60,6 +60,7 @@ class ProtocolConfig:
     max_window_chars: int = 1600
     max_input_chars: int = 10000
     max_input_depth: int = 50
+    constrained_format: bool = False  # decode each turn inside its phase's grammar (aac/env/grammar.py)
 
     def __post_init__(self) -> None:
         if self.history_window < 1 or self.max_steps < 1 or (self.max_calls is not None and self.max_calls < 1):
@@ -74,7 +75,8 @@ class ProtocolConfig:
                    max_observation_chars=env.max_observation_chars,
                    max_window_chars=env.max_window_chars,
                    max_input_chars=getattr(sandbox, "max_input_chars", 10000),
-                   max_input_depth=getattr(sandbox, "max_input_depth", 50))
+                   max_input_depth=getattr(sandbox, "max_input_depth", 50),
+                   constrained_format=getattr(env, "constrained_format", False))
 
     @classmethod
     def from_eval(cls, ev: Any, env: Any | None = None) -> ProtocolConfig:
@@ -84,7 +86,7 @@ class ProtocolConfig:
                    call_timeout_s=ev.call_timeout_s, spread_list=base.spread_list,
                    max_observation_chars=base.max_observation_chars, max_window_chars=base.max_window_chars,
                    max_input_chars=base.max_input_chars,
-                   max_input_depth=base.max_input_depth)
+                   max_input_depth=base.max_input_depth, constrained_format=base.constrained_format)
 
 
 @dataclass

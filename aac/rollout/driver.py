@@ -15,9 +15,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aac.engines import Engine, GenRequest, GenResult, Sampling
+from aac.env.grammar import header_arity, turn_grammar
 from aac.env.instance import Instance
 from aac.env.observation import Observation
 from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
@@ -121,6 +122,13 @@ class EpisodeDriver:
         self.sampling, self.adapter, self.seed, self.max_live = sampling, adapter, seed, max_live
         self.prompt_for = prompt_for
 
+    def _sampling(self, lv: _Live) -> Sampling:
+        """The sampling of `lv`'s next turn: its seed, and its phase's grammar under constrained_format."""
+        s = self.sampling.for_turn(self.seed, lv.spec.key, len(lv.turns))
+        if not self.protocol.constrained_format:
+            return s
+        return replace(s, grammar=turn_grammar(lv.episode.phase, header_arity(lv.spec.instance.header)))
+
     def play(self, specs: Iterable[EpisodeSpec],
              on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:
         """Play every episode to its end; `on_done` gets each call's finished episodes at once (so a
@@ -135,8 +143,7 @@ class EpisodeDriver:
             while queue and len(live) < slots:
                 spec = queue.popleft()
                 live.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
-            requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()),
-                                   self.sampling.for_turn(self.seed, lv.spec.key, len(lv.turns)), self.adapter)
+            requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()), self._sampling(lv), self.adapter)
                         for lv in live]
             t0 = time.perf_counter()
             results = self.engine.generate(requests)

@@ -90,8 +90,8 @@ class RolloutWorker:
     `critic`, `rewards`; its collaborators: the protocol, the actor's and the critic's engines."""
 
     def __init__(self, rollout: Any, env: Any, critic: Any, rewards: Any, protocol: ProtocolConfig,
-                 actor_engine: Engine, critic_engine: Engine):
-        from aac.critic import PrivilegedCritic
+                 actor_engine: Engine, critic_engine: Optional[Engine]):
+        from aac.critic import make_critic
         from aac.sandbox import SandboxPool
 
         self.rollout, self.rewards, self.protocol = rollout, rewards, protocol
@@ -99,7 +99,8 @@ class RolloutWorker:
         self.pool = SandboxPool.from_config(env.sandbox)
         self.spread_list = env.spread_list_args
         # coverage informativeness runs the function in this worker's sandbox, under the same argument rule
-        self.critic = PrivilegedCritic(critic_engine, critic, caller=sandbox_caller(self.pool, spread_list=self.spread_list))
+        self.critic = make_critic(critic_engine, critic, caller=sandbox_caller(self.pool, spread_list=self.spread_list),
+                                  stop_threshold=rewards.stop_threshold)
 
     def close(self) -> None:
         self.critic.close()

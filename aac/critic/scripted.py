@@ -1,0 +1,82 @@
+"""A scripted privileged critic (`critic.kind=scripted`): a rule with a known optimum, for controlled
+experiments and tests of what the policy learns (benchmarks/bench_behaviour.py).
+
+It holds the function's source and grades by what the calls explored, measured in the sandbox by
+the same coverage machinery as `critic.informativeness=coverage` (aac/critic/coverage.py):
+- a call is *informative* when its input is new in the episode and it reaches branch arcs of the
+  true function that the earlier inputs (the context examples included) did not; a function
+  without branch arcs has no informative call;
+- informativeness of a plan: 1.0 if the call it led to (`Judgment.query`) was informative, else 0.0;
+- hypothesis quality after n informative calls (`Judgment.observations`, past the context examples):
+  `stop_threshold * n / K` while n < K, 1.0 from n = K on (K = `critic.scripted_k`). So the stop
+  threshold (`rewards.stop_threshold`) is passed exactly at the K-th informative call: stopping then
+  is right, before it premature, and going on after it earns nothing more.
+The hypothesis text and the plan's words play no part. Scores come back through the same interface
+as `PrivilegedCritic.score` (a float in [0, 1], None when the function could not be measured), with
+the same counters, so the reward schedules run unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from aac.critic.coverage import CoverageInformativeness
+from aac.critic.critic import Counted, _Counters
+from aac.critic.judgment import Judgment
+
+
+class ScriptedCritic(Counted):
+    def __init__(self, cfg: Any, *, stop_threshold: float, caller: Any = None, coverage: Any = None) -> None:
+        if cfg.scripted_k < 1:
+            raise ValueError(f"critic.scripted_k must be >= 1, got {cfg.scripted_k}")
+        if not 0.0 <= stop_threshold < 1.0:
+            raise ValueError(f"the stop threshold must be in [0, 1), got {stop_threshold}")
+        self.k = cfg.scripted_k
+        self.stop_threshold = stop_threshold
+        self.coverage = coverage or CoverageInformativeness(caller, call_timeout_s=cfg.coverage_call_timeout_s)
+        self._counters = _Counters()
+        self._lock = threading.Lock()
+
+    def quality(self, informative_calls: int) -> float:
+        """s_hyp after `informative_calls` informative calls."""
+        return 1.0 if informative_calls >= self.k else self.stop_threshold * informative_calls / self.k
+
+    def score(self, judgments: list[Judgment]) -> list[Optional[float]]:
+        """One score per judgment, in order; None where the function could not be measured."""
+        per_call = [self._calls(j) for j in judgments]
+        self.coverage.measure([c for calls in per_call for c in calls])
+        out: list[Optional[float]] = []
+        for j, calls in zip(judgments, per_call):
+            verdicts = [self._informative(c) for c in calls]
+            if any(v is None for v in verdicts):
+                out.append(None)
+            elif j.kind == "informativeness":
+                out.append(float(bool(verdicts and verdicts[0])))
+            else:
+                out.append(self.quality(sum(verdicts)))
+        with self._lock:
+            c = self._counters
+            c.judgments += len(judgments)
+            c.coverage_judgments += len(judgments)
+            c.coverage_failures += sum(s is None for s in out)
+        return out
+
+    @staticmethod
+    def _calls(j: Judgment) -> list[Judgment]:
+        """The calls whose informativeness `j` reads, each as a query after the observations before it."""
+        if j.kind == "informativeness":
+            return [] if j.query is None else [j]
+        first = len(j.instance.train_examples)  # the context examples come first, and are no call
+        return [Judgment(kind="informativeness", instance=j.instance, hypothesis="", observations=j.observations[:i],
+                         text="", query=j.observations[i].input) for i in range(first, len(j.observations))]
+
+    def _informative(self, call: Judgment) -> Optional[bool]:
+        arcs = self.coverage.new_branch_arcs(call)
+        if arcs is None:
+            return None
+        earlier = {o.input.strip() for o in call.observations}
+        return call.query.strip() not in earlier and bool(arcs[1])
+
+    def close(self) -> None:
+        self.coverage.close()

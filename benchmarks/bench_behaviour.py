@@ -1,0 +1,134 @@
+"""Learning shown by behaviour, in a controlled experiment with a known optimum (issue 10, item 6).
+
+The `tiny` recipe (random ~150K-parameter Qwen3, HF engine, torch learner) with
+- `env.constrained_format=true`: every turn decoded inside its phase's grammar, so the random model
+  can act at all (0 format errors) and what it chooses is its inputs and YES/NO;
+- `critic.kind=scripted`: a call is informative when it is new and reaches branch arcs the episode
+  had not reached; s_hyp passes `rewards.stop_threshold` at the K-th informative call. The optimum:
+  stop right after the K-th informative call;
+- synthetic branching functions (aac/data/branches.py), where K informative calls are reachable.
+Two objectives, same seeds, same steps: the default `rewards.schedule=aac_potential` and the paper's
+table `rewards=aac` (summed into the `turn` estimator's episode term: the old default). Logged per
+step: concluded %, premature stops, timeouts, queries, informative calls before a stop, format
+errors, reward. Writes `behaviour.json` and `behaviour.png` (mean and min-max over seeds) to --out.
+
+    python benchmarks/bench_behaviour.py --steps 12 --seeds 3 --out runs/behaviour
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+SCHEDULES = {"aac_potential (default)": ("rewards=aac_potential",), "aac table, summed (old default)": ("rewards=aac",)}
+METRICS = {  # what is plotted and tabled: metric key -> label
+    "episode/concluded_pct": "concluded %",
+    "episode/premature_stop_pct": "premature stops %",
+    "episode/timed_out_pct": "timeouts %",
+    "episode/queries_mean": "queries / episode",
+    "episode/informativeness_at_stop_mean": "informative calls before a stop",
+    "format_errors": "format errors / episode",
+    "reward/episode_total_mean": "episode reward",
+}
+
+
+def experiment_overrides(data: Path, *, k: int, lr: float, group_size: int, functions: int, turns: int,
+                         steps: int) -> list[str]:
+    """The controlled setting on top of `+recipe=tiny` (shared with tests/test_train.py)."""
+    return [f"env.data={data}", "env.limit=null", "critic.kind=scripted", f"critic.scripted_k={k}",
+            "env.constrained_format=true", f"env.max_steps={turns}", "rollout.max_tokens_per_turn=32",
+            f"rollout.group_size={group_size}", f"rollout.functions_per_step={functions}", f"learner.lr={lr}",
+            f"max_steps={steps}", "save_every=1000", "check_sync=false", "rollout.placement=local"]
+
+
+def run_one(overrides: list[str], out: Path) -> list[dict]:
+    from aac.config import compose
+    from aac.metrics import read
+    from aac.train import Trainer
+
+    trainer = Trainer(compose("+recipe=tiny", *overrides), out)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    rows = read(out / "metrics.jsonl")
+    for r in rows:  # format errors per episode: parse failures summed over the phases
+        r["format_errors"] = sum(r.get(f"parse_fail/{p}_rate") or 0.0 for p in ("reasoning", "input", "reflect"))
+    return rows
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    for ax, (key, label) in zip(axes.flat, METRICS.items()):
+        for name, runs in results.items():
+            curves = np.array([[np.nan if r.get(key) is None else r[key] for r in rows] for rows in runs.values()])
+            x = np.arange(1, curves.shape[1] + 1)
+            line, = ax.plot(x, np.nanmean(curves, 0), label=name)
+            ax.fill_between(x, np.nanmin(curves, 0), np.nanmax(curves, 0), color=line.get_color(), alpha=0.2)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+    axes.flat[-1].axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--k", type=int, default=2, help="informative calls that pass the stop threshold")
+    ap.add_argument("--lr", type=float, default=5e-2)
+    ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--functions", type=int, default=1, help="functions per step")
+    ap.add_argument("--turns", type=int, default=18, help="env.max_steps (T_max)")
+    ap.add_argument("--out", type=Path, default=Path("runs/behaviour"))
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    import torch
+
+    torch.set_num_threads(1)  # a 150K-parameter model: threads only add overhead
+    from aac.data.branches import write_branch_rows
+
+    data = write_branch_rows(args.out / "branches.jsonl")
+    common = experiment_overrides(data, k=args.k, lr=args.lr, group_size=args.group_size,
+                                  functions=args.functions, turns=args.turns, steps=args.steps)
+    results: dict[str, dict[int, list[dict]]] = {}
+    started = time.perf_counter()
+    for name, schedule in SCHEDULES.items():
+        results[name] = {}
+        for seed in range(args.seeds):
+            t0 = time.perf_counter()
+            tag = name.split()[0]
+            rows = run_one([*common, *schedule, f"seed={seed}"], args.out / f"{tag}_seed{seed}")
+            results[name][seed] = rows
+            print(f"{name:32s} seed {seed}: {time.perf_counter() - t0:.0f}s  " + "  ".join(
+                f"{lbl.split()[0]} {rows[0][k] or 0:.2f}->{np.mean([r[k] or 0 for r in rows[-3:]]):.2f}"
+                for k, lbl in METRICS.items()), flush=True)
+    print(f"total {time.perf_counter() - started:.0f}s")
+    print("\nmean over seeds, first step -> mean of the last 3 steps:")
+    for name, runs in results.items():
+        print(f"  {name}")
+        for key, label in METRICS.items():
+            first = np.mean([rows[0][key] or 0 for rows in runs.values()])
+            last = np.mean([np.mean([r[key] or 0 for r in rows[-3:]]) for rows in runs.values()])
+            print(f"    {label:34s} {first:7.2f} -> {last:7.2f}")
+    (args.out / "behaviour.json").write_text(json.dumps(
+        {name: {seed: [{k: r.get(k) for k in METRICS} for r in rows] for seed, rows in runs.items()}
+         for name, runs in results.items()}, indent=1))
+    plot(results, args.out / "behaviour.png")
+    print(f"wrote {args.out / 'behaviour.json'} and {args.out / 'behaviour.png'}")
+
+
+if __name__ == "__main__":
+    main()
