@@ -204,6 +204,12 @@ class LearnerConfig:
     # engine's numeric gap (bf16 kernels); null: weight 1 (the statistics are still logged)
     tis_cap: Optional[float] = 2.0
     ppo_minibatches: int = 1  # optimizer steps per rollout batch: > 1 makes the clip a trust region
+    # a micro-batch's samples as one row of unique tokens: the prompt prefixes the turns of a group
+    # share are computed once (same loss and gradients; micro_batch_tokens then counts unique tokens)
+    prefix_sharing: bool = True
+    # log-probs from the lm_head this many positions at a time, each chunk's float32 logits recomputed
+    # in backward: memory of one chunk instead of [tokens x vocab]; 0: all at once (no recompute)
+    logprob_chunk: int = 256
 
 
 @dataclass

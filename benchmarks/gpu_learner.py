@@ -7,6 +7,11 @@ linear layers, KL to the reference on (so each update runs the reference forward
     python benchmarks/gpu_learner.py                         # on a GPU: the 8B shape
     python benchmarks/gpu_learner.py --tiny                  # a few small layers, runs on CPU
     python benchmarks/gpu_learner.py --model smollm2_135m --dtype float32 --tokens 1024 --seq-len 256
+    python benchmarks/gpu_learner.py --no-prefix-sharing     # the padded path, for the side-by-side
+
+The turns of a batch share the first `--shared-frac` of their prompt (a GRPO group's system prompt,
+header and context examples): with `--prefix-sharing` (the default) it is computed once.
+tokens_per_s counts the tokens the model ran; sample_tokens_per_s every turn's full length.
 
 MFU counts model FLOPs only (no recomputation from gradient checkpointing). Per token, with N the
 parameters in matmuls (lm_head included) and A = 4 * layers * heads * head_dim * mean attended
@@ -82,12 +87,14 @@ def peak_flops(override_tflops: Optional[float]) -> Optional[float]:
     return next((peak for key, peak in PEAKS.items() if key in name), None)
 
 
-def make_batch(tokens: int, seq_len: int, prompt_frac: float, vocab: int, seed: int) -> list[Sample]:
+def make_batch(tokens: int, seq_len: int, prompt_frac: float, vocab: int, seed: int,
+               shared_frac: float = 0.0) -> list[Sample]:
     g = torch.Generator().manual_seed(seed)
     n_prompt = int(seq_len * prompt_frac)
+    shared = torch.randint(3, vocab, (int(n_prompt * shared_frac),), generator=g).tolist()
     out = []
     for i in range(max(1, tokens // seq_len)):
-        ids = torch.randint(3, vocab, (seq_len,), generator=g).tolist()
+        ids = shared + torch.randint(3, vocab, (seq_len - len(shared),), generator=g).tolist()
         out.append(Sample(ids[:n_prompt], ids[n_prompt:], [], 1.0 if i % 2 == 0 else -1.0))
     return out
 
@@ -102,6 +109,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=4096, help="tokens per update batch")
     ap.add_argument("--seq-len", type=int, default=1024, help="tokens per turn (prompt + completion)")
     ap.add_argument("--prompt-frac", type=float, default=0.5)
+    ap.add_argument("--shared-frac", type=float, default=0.5, help="fraction of each prompt all turns share")
+    ap.add_argument("--prefix-sharing", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--logprob-chunk", type=int, default=256)
     ap.add_argument("--micro-batch-tokens", type=int, default=4096)
     ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--lora-r", type=int, default=16)
@@ -121,9 +131,11 @@ def main() -> None:
     build_s = time.perf_counter() - t0
     cfg = LearnerConfig(backend=args.engine, zero_stage=args.zero_stage, lora_r=args.lora_r, lora_alpha=args.lora_r,
                         dtype=args.dtype, kl_coef=args.kl_coef, micro_batch_tokens=args.micro_batch_tokens,
-                        gradient_checkpointing=args.gradient_checkpointing, lr=1e-6)
+                        gradient_checkpointing=args.gradient_checkpointing, lr=1e-6,
+                        prefix_sharing=args.prefix_sharing, logprob_chunk=args.logprob_chunk)
     learner = Learner(cfg, "", seed=0, base_model=model)
-    batch = make_batch(args.tokens, args.seq_len, args.prompt_frac, model.config.vocab_size, seed=0)
+    batch = make_batch(args.tokens, args.seq_len, args.prompt_frac, model.config.vocab_size, seed=0,
+                       shared_frac=args.shared_frac)
 
     learner.update(batch)  # warm-up: allocator, kernels, DeepSpeed buffers
     if device.type == "cuda":
@@ -147,8 +159,11 @@ def main() -> None:
         "params_b": sum(p.numel() for p in model.parameters()) / 1e9,
         "trainable_m": sum(p.numel() for p in learner.trainable_parameters().values()) / 1e6,
         "dtype": args.dtype, "engine": args.engine, "gradient_checkpointing": args.gradient_checkpointing,
+        "prefix_sharing": args.prefix_sharing, "logprob_chunk": args.logprob_chunk,
         "batch_tokens": tokens, "micro_batches": metrics["micro_batches"], "build_s": round(build_s, 1),
         "step_s_median": round(step_s, 3), "tokens_per_s": round(tok_s, 1),
+        "sample_tokens_per_s": round(sum(len(s) for s in batch) / step_s, 1),
+        "loss_tokens_per_s": round(metrics["loss_tokens"] / step_s, 1),
         "tflops_per_s": round(per_token * tok_s / 1e12, 2),
         "mfu": round(per_token * tok_s / peak, 4) if peak else None,
         "peak_memory_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda"

@@ -143,7 +143,8 @@ def test_update_loss_at_ratio_one_and_kl_from_zero(learner):
     m = learner.update(batch)  # on-policy (no engine log-probs): ratio 1
     assert m["loss"] == pytest.approx(-(5 * 1.0 + 3 * -0.5) / 8, abs=1e-6)
     assert m["kl"] == 0.0  # the fresh adapter is the identity: policy == reference
-    assert m["clip_frac"] == 0.0 and not m["skipped"] and m["loss_tokens"] == 8 and m["tokens"] == 36
+    # tokens computed: the second turn's prompt is the first's first 8 tokens, computed once
+    assert m["clip_frac"] == 0.0 and not m["skipped"] and m["loss_tokens"] == 8 and m["tokens"] == 36 - 8
     assert learner.update(batch)["kl"] > 0.0
 
 

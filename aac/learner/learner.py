@@ -9,7 +9,8 @@ the learner's by kernel numerics (bf16): they enter only the truncated importanc
 min(pi_old / pi_engine, learner.tis_cap) on each token's surrogate, logged as `sampling/*`.
 
 Within a mini-batch the token-mean loss is over all its completion tokens, so micro-batching changes
-memory, not the gradient. A batch whose advantages are all zero carries no policy signal and is
+memory, not the gradient; so does `learner.prefix_sharing` (a micro-batch's shared prompt prefixes
+computed once, `aac.learner.packing`) and `learner.logprob_chunk` (logits a chunk at a time). A batch whose advantages are all zero carries no policy signal and is
 skipped without a forward pass (weights, optimizer and scheduler untouched).
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,10 +28,12 @@ from peft import get_peft_model_state_dict, set_peft_model_state_dict
 from transformers import PreTrainedModel
 
 from aac.learner.backends import make_backend
-from aac.learner.batching import Sample, collate, completion_logps, plan_micro_batches
+from aac.learner.batching import MicroBatch, Sample, collate, completion_logps, plan_micro_batches
 from aac.learner.grpo import grpo_loss, truncated_is_weight
-from aac.learner.policy import add_lora, load_adapter_weights, load_base_model, token_logps
+from aac.learner.packing import PackedBatch, collate_packed, pack_plan
+from aac.learner.policy import add_lora, load_adapter_weights, load_base_model, packed_logps, token_logps
 from aac.learner.sft_loss import sft_loss
+from aac.learner.tree_attention import use_prefix_tree
 
 LOSS_METRICS = ("loss", "pg_loss", "kl", "clip_frac")
 SAMPLING_METRICS = ("sampling/logprob_gap", "sampling/is_weight_mean", "sampling/is_weight_max",
@@ -93,13 +96,34 @@ class Learner:
         if getattr(cfg, "init_adapter", None):  # a warm start (e.g. aac.sft's adapter) instead of B = 0
             load_adapter_weights(self.policy, cfg.init_adapter)
         self.backend = make_backend(self.policy, cfg, self.device)
+        self.head = self.policy.get_output_embeddings()
+        if cfg.prefix_sharing:
+            use_prefix_tree(self.policy)
         self.steps = 0  # optimizer steps taken
 
     def trainable_parameters(self) -> dict[str, torch.nn.Parameter]:
         return {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
 
-    def _plan(self, samples: Sequence[Sample]) -> list[list[int]]:
-        return plan_micro_batches([len(s) for s in samples], self.cfg.micro_batch_tokens)
+    def _micro_batches(self, samples: Sequence[Sample], old_logprobs: Optional[Sequence[list[float]]] = None
+                       ) -> Iterator[tuple[list[int], MicroBatch | PackedBatch]]:
+        """(sample indices, their micro-batch on the device): prefix-shared rows or padded rows."""
+        cfg = self.cfg
+        if cfg.prefix_sharing:
+            for row in pack_plan([s.prompt_ids + s.completion_ids for s in samples], cfg.micro_batch_tokens):
+                part = [samples[i] for i in row.samples]
+                old = None if old_logprobs is None else [old_logprobs[i] for i in row.samples]
+                batch = collate_packed(row, [len(s.prompt_ids) for s in part], [s.sampling_logprobs for s in part],
+                                       [s.advantage for s in part], old)
+                yield row.samples, batch.to(self.device)
+            return
+        for indices in plan_micro_batches([len(s) for s in samples], cfg.micro_batch_tokens):
+            old = None if old_logprobs is None else [old_logprobs[i] for i in indices]
+            yield indices, collate([samples[i] for i in indices], self.pad_id, old).to(self.device)
+
+    def _logps(self, batch: MicroBatch | PackedBatch) -> torch.Tensor:
+        if isinstance(batch, PackedBatch):
+            return packed_logps(self.backend, self.head, batch, self.cfg.logprob_chunk)
+        return token_logps(self.backend, batch, self.head, self.cfg.logprob_chunk)
 
     @torch.no_grad()
     def old_logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
@@ -107,10 +131,11 @@ class Learner:
         `compute_gradients` will batch these samples (same shapes, so the same numbers)."""
         out: list[list[float]] = [[] for _ in samples]
         self.policy.eval()
-        for indices in self._plan(samples):
-            chunk = [samples[i] for i in indices]
-            batch = collate(chunk, self.pad_id).to(self.device)
-            for i, row in zip(indices, completion_logps(batch, chunk, token_logps(self.backend, batch))):
+        for indices, batch in self._micro_batches(samples):
+            logp = self._logps(batch)
+            rows = batch.split(logp) if isinstance(batch, PackedBatch) else \
+                completion_logps(batch, [samples[i] for i in indices], logp)
+            for i, row in zip(indices, rows):
                 out[i] = row
         return out
 
@@ -131,14 +156,12 @@ class Learner:
         tokens = micro_batches = 0
         self.backend.zero_grad()
         self.policy.train()
-        for indices in self._plan(samples):
-            chunk_old = None if old_logprobs is None else [old_logprobs[i] for i in indices]
-            batch = collate([samples[i] for i in indices], self.pad_id, chunk_old).to(self.device)
+        for _, batch in self._micro_batches(samples, old_logprobs):
             ref = None
             if cfg.kl_coef != 0.0:
                 with torch.no_grad(), self.policy.disable_adapter():
-                    ref = token_logps(self.backend, batch)
-            logp = token_logps(self.backend, batch)
+                    ref = self._logps(batch)
+            logp = self._logps(batch)
             old = torch.where(torch.isnan(batch.old_logp), logp.detach(), batch.old_logp)
             weight, sums = truncated_is_weight(old, batch.sampling_logp, batch.loss_mask, cfg.tis_cap)
             loss, metrics = grpo_loss(logp, old, ref, batch.adv, batch.loss_mask, cfg.clip_eps, cfg.kl_coef,
@@ -204,9 +227,8 @@ class Learner:
         total = 0.0
         self.backend.zero_grad()
         self.policy.train()
-        for indices in plan_micro_batches([len(s) for s in samples], self.cfg.micro_batch_tokens):
-            batch = collate([samples[i] for i in indices], self.pad_id).to(self.device)
-            loss = sft_loss(token_logps(self.backend, batch), batch.loss_mask, num_tokens=loss_tokens)
+        for _, batch in self._micro_batches(samples):
+            loss = sft_loss(self._logps(batch), batch.loss_mask, num_tokens=loss_tokens)
             self.backend.backward(loss)
             total += loss.item()
         grad_norm = self.backend.step()

@@ -3,14 +3,18 @@ with the adapter disabled (no second copy of the weights)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
+from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from aac.learner.batching import MicroBatch
+from aac.learner.packing import PackedBatch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -75,16 +79,57 @@ def load_adapter_weights(policy: PeftModel, path: str) -> None:
                          f"for {len(own)}{', e.g. ' + unexpected[0] if unexpected else ''})")
 
 
-def token_logps(forward: Callable[..., Any], batch: MicroBatch) -> torch.Tensor:
+def last_hidden(forward: Callable[..., Any], **inputs: Any) -> torch.Tensor:
+    """The final (normed) hidden states [B, L, H] of a forward that computes no logits at all."""
+    none = torch.zeros(0, dtype=torch.long, device=inputs["input_ids"].device)
+    return forward(**inputs, logits_to_keep=none, output_hidden_states=True, use_cache=False).hidden_states[-1]
+
+
+def _head_logps(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    logits = head(hidden).float()
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+def head_logps(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor, chunk: int) -> torch.Tensor:
+    """log p(targets[t]) from hidden[t] ([T, H], [T] -> [T]), `chunk` positions at a time.
+
+    Each chunk's float32 logits [chunk, vocab] are recomputed in backward (checkpointing) rather than
+    kept, so the whole [T, vocab] never exists; 0: all positions at once, nothing recomputed."""
+    if chunk < 0:
+        raise ValueError(f"learner.logprob_chunk must be >= 0, got {chunk}")
+    if not chunk:
+        return _head_logps(head, hidden, targets)
+    step = functools.partial(_head_logps, head)
+    parts = [checkpoint(step, hidden[s:s + chunk], targets[s:s + chunk], use_reentrant=False)
+             if hidden.requires_grad else step(hidden[s:s + chunk], targets[s:s + chunk])
+             for s in range(0, len(targets), chunk)]
+    return torch.cat(parts)
+
+
+def token_logps(forward: Callable[..., Any], batch: MicroBatch, head: Optional[nn.Module] = None,
+                chunk: int = 0) -> torch.Tensor:
     """[B, L-1] log-probs of tokens 1..L-1; positions before `batch.first` (prompt only) are 0.
 
     Logits are computed only from `batch.first` on (`logits_to_keep`): the shared prompt prefix of
-    a micro-batch costs no vocabulary projection. Log-softmax runs in float32.
+    a micro-batch costs no vocabulary projection. Log-softmax runs in float32. `chunk` > 0 (with
+    `head`, the model's lm_head): through `head_logps`, never all logits at once.
     """
     rows, width = batch.input_ids.shape
-    keep = torch.arange(batch.first, width - 1, device=batch.input_ids.device)
-    logits = forward(input_ids=batch.input_ids, attention_mask=batch.attention_mask, logits_to_keep=keep,
-                     use_cache=False).logits.float()
-    targets = batch.input_ids[:, batch.first + 1:].unsqueeze(-1)
-    logp = logits.gather(-1, targets).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    targets = batch.input_ids[:, batch.first + 1:]
+    if chunk:
+        hidden = last_hidden(forward, input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+        hidden = hidden[:, batch.first:-1]
+        logp = head_logps(head, hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1), chunk).view(rows, -1)
+    else:
+        keep = torch.arange(batch.first, width - 1, device=batch.input_ids.device)
+        logits = forward(input_ids=batch.input_ids, attention_mask=batch.attention_mask, logits_to_keep=keep,
+                         use_cache=False).logits.float()
+        logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
     return torch.cat([logp.new_zeros(rows, batch.first), logp], dim=1)
+
+
+def packed_logps(forward: Callable[..., Any], head: nn.Module, batch: PackedBatch, chunk: int) -> torch.Tensor:
+    """[T] log-probs of a packed batch's loss tokens: logits only where a loss token is predicted."""
+    hidden = last_hidden(forward, input_ids=batch.input_ids, position_ids=batch.position_ids,
+                         prefix_segments=batch.segments)[0]
+    return head_logps(head, hidden[batch.source], batch.targets, chunk)

@@ -1,0 +1,112 @@
+"""Prefix-shared micro-batches and chunked log-probs: the same loss and gradients as padded rows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aac.config import LearnerConfig
+from aac.learner import Learner, Sample
+from aac.learner.packing import pack_plan, segments
+
+
+def config(**kw) -> LearnerConfig:
+    return LearnerConfig(**{**dict(backend="torch", lora_r=4, lora_alpha=8, lr=1e-2, kl_coef=0.05), **kw})
+
+
+def group_samples() -> list[Sample]:
+    """Turns of two 'episodes' that share a system prefix, one identical first prompt, and one turn that
+    extends another; sampling log-probs a little off the learner's."""
+    g = torch.Generator().manual_seed(3)
+
+    def ids(n):
+        return torch.randint(3, 1000, (n,), generator=g).tolist()
+
+    system, first, plan = ids(14), ids(6), ids(5)
+    prompts = [system + first, system + first, system + first + plan, system + ids(9), system + ids(4)]
+    out = []
+    for i, prompt in enumerate(prompts):
+        completion = plan if i == 0 else ids(3 + i)
+        old = (-7.0 + 0.3 * torch.randn(len(completion), generator=g)).tolist()
+        out.append(Sample(prompt, completion, old, [1.0, -0.5, 0.25, -1.5, 2.0][i]))
+    return out
+
+
+def test_pack_plan_computes_each_shared_prefix_once():
+    seqs = [[1, 2, 3, 4], [1, 2, 5], [1, 2, 3, 4], [9, 8], [1, 2, 3, 4, 6]]
+    (row,) = pack_plan(seqs, budget=100)
+    # depth-first: 1 2 3 4 | 6 | 5 | 9 8 ; the duplicate costs nothing
+    assert row.tokens == [1, 2, 3, 4, 6, 5, 9, 8] and row.positions == [0, 1, 2, 3, 4, 2, 0, 1]
+    paths = dict(zip(row.samples, row.paths))
+    assert paths[0] == paths[2] == [0, 1, 2, 3] and paths[4] == [0, 1, 2, 3, 4] and paths[1] == [0, 1, 5]
+    assert paths[3] == [6, 7]
+    segs = segments(row)  # one per sequence with new tokens, covering the row in order
+    assert [(s.start, s.end, s.path.tolist()) for s in segs] == [(0, 4, [0, 1, 2, 3]), (4, 5, [0, 1, 2, 3, 4]),
+                                                                 (5, 6, [0, 1, 5]), (6, 8, [6, 7])]
+    assert segs[2].mask.tolist() == [[True, True, True]] and segs[3].mask.tolist() == [[True, False], [True, True]]
+    assert segs[1].mask.tolist() == [[True] * 5]
+    rows = pack_plan(seqs, budget=5)  # unique tokens per row <= budget; sharing only within a row
+    assert [len(r.tokens) for r in rows] == [5, 5] and sorted(i for r in rows for i in r.samples) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="micro_batch_tokens"):
+        pack_plan(seqs, budget=0)
+
+
+def _gradients(learner: Learner, samples, **kw) -> tuple[dict, torch.Tensor]:
+    m = learner.compute_gradients(samples, **kw)
+    grads = torch.cat([p.grad.flatten() for p in learner.trainable_parameters().values()]).clone()
+    return m, grads
+
+
+def _trained(path: str, **kw) -> Learner:
+    """A learner one step away from its reference, so that the ratio, the KL and the clip all matter."""
+    learner = Learner(config(**kw), path, seed=0)
+    with torch.no_grad():
+        for p in learner.trainable_parameters().values():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    return learner
+
+
+def test_prefix_sharing_and_chunks_keep_loss_and_gradients(tiny_model_path):
+    samples = group_samples()
+    plain = _trained(tiny_model_path, prefix_sharing=False, logprob_chunk=0)
+    shared = _trained(tiny_model_path, prefix_sharing=True, logprob_chunk=4)
+    assert shared.policy.config._attn_implementation == "prefix_tree+sdpa"
+    old = plain.old_logprobs(samples)
+    assert shared.old_logprobs(samples) == [pytest.approx(o, abs=1e-5) for o in old]
+    old = [[x - 0.1 * (i % 3) for i, x in enumerate(row)] for row in old]  # ratio != 1: the clip engages
+    m_plain, g_plain = _gradients(plain, samples, old_logprobs=old)
+    m_shared, g_shared = _gradients(shared, samples, old_logprobs=old)
+    for key in ("loss", "pg_loss", "kl", "clip_frac"):
+        assert m_shared[key] == pytest.approx(m_plain[key], abs=1e-5)
+    assert m_plain["clip_frac"] > 0 and m_plain["kl"] > 0
+    assert torch.allclose(g_shared, g_plain, rtol=1e-4, atol=1e-6)
+    assert m_shared["loss_tokens"] == m_plain["loss_tokens"]
+    unique = len(pack_plan([s.prompt_ids + s.completion_ids for s in samples], 4096)[0].tokens)
+    assert m_plain["tokens"] == sum(len(s) for s in samples) and m_shared["tokens"] == unique
+    assert unique < 0.7 * m_plain["tokens"]
+
+
+def test_logprob_chunk_bounds_the_logits_not_the_loss(tiny_model_path):
+    samples = group_samples()
+    learner = _trained(tiny_model_path)
+    seen = []
+    learner.head.register_forward_hook(lambda mod, args, out: seen.append(out.shape[0]))
+    widest, losses = {}, {}
+    for chunk in (0, 3):  # the learner reads its config at each update
+        learner.cfg.logprob_chunk = chunk
+        seen.clear()
+        losses[chunk] = learner.compute_gradients(samples)["loss"]
+        widest[chunk] = max(seen)
+    assert widest[3] == 3 and widest[0] == sum(len(s.completion_ids) for s in samples)
+    assert losses[3] == pytest.approx(losses[0], abs=1e-6)
+    learner.cfg.logprob_chunk = -1
+    with pytest.raises(ValueError, match="logprob_chunk"):
+        learner.compute_gradients(samples)
+
+
+def test_unsupported_attention_is_a_clear_error(tiny_model_path):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_path, attn_implementation="eager")
+    with pytest.raises(ValueError, match="prefix_sharing=false"):
+        Learner(config(), tiny_model_path, base_model=model)
