@@ -34,10 +34,12 @@ class ActorSpec:
     temperature: float = 0.0
     seed: int = 0
     top_p: float = 1.0
+    max_tokens_per_phase: dict[str, int] | None = None  # interactive turns: budgets that replace max_tokens
 
     @property
     def sampling(self) -> SamplingSpec:
-        return SamplingSpec(self.temperature, self.top_p, self.max_tokens)
+        return SamplingSpec(self.temperature, self.top_p, self.max_tokens,
+                            max_tokens_per_phase=dict(self.max_tokens_per_phase or {}))
 
     def generate(self, chats: list[list[dict]], keys: list[int]) -> list[Any]:
         """One turn per chat; `keys` are the episodes' keys (the driver's seeding rule, turn 0)."""
