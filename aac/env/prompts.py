@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -164,10 +164,11 @@ _MAX_GROUPS = 64
 _MAX_GROUP_CHARS = 10000  # a longer group could not parse anyway (the input size limit)
 
 
-def _balanced_end(text: str, start: int) -> int | None:
-    """Index after the bracket group opening at `start` (string literals respected), or None."""
-    depth, quote, i = 0, "", start
-    while i < min(len(text), start + _MAX_GROUP_CHARS + 1):
+def _brackets(text: str, start: int, stop: int) -> Iterator[tuple[int, str]]:
+    """(index, char) of each bracket of text[start:stop] outside string literals; a string left open
+    at `stop` ends the scan with (index, its quote)."""
+    quote, i = "", start
+    while i < min(len(text), stop):
         ch = text[i]
         if quote:
             if ch == "\\":
@@ -178,13 +179,23 @@ def _balanced_end(text: str, start: int) -> int | None:
         elif ch in "'\"":
             quote = ch * 3 if text.startswith(ch * 3, i) else ch
             i += len(quote) - 1
-        elif ch in _OPEN:
+        elif ch in _OPEN or ch in _CLOSE:
+            yield i, ch
+        i += 1
+    if quote:
+        yield i, quote
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index after the bracket group opening at `start` (string literals respected), or None."""
+    depth = 0
+    for i, ch in _brackets(text, start, start + _MAX_GROUP_CHARS + 1):
+        if ch in _OPEN:
             depth += 1
         elif ch in _CLOSE:
             depth -= 1
             if depth == 0:
                 return i + 1
-        i += 1
     return None
 
 
@@ -251,24 +262,13 @@ def _labelled_region(text: str, match: re.Match) -> str:
 def _closed(value: str) -> str | None:
     """`value` with its open brackets closed, when that gives a literal (None otherwise, and when a
     string literal is left open: where it ends would be a guess)."""
-    stack, quote, i = [], "", 0
-    while i < len(value):
-        ch = value[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif value.startswith(quote, i):
-                i += len(quote) - 1
-                quote = ""
-        elif ch in "'\"":
-            quote = ch * 3 if value.startswith(ch * 3, i) else ch
-            i += len(quote) - 1
-        elif ch in _OPEN:
+    stack: list[str] = []
+    for _, ch in _brackets(value, 0, len(value)):
+        if ch in _OPEN:
             stack.append(_CLOSE[_OPEN.index(ch)])
-        elif ch in _CLOSE and (not stack or stack.pop() != ch):
+        elif ch not in _CLOSE or not stack or stack.pop() != ch:  # an open string, or a mismatch
             return None
-        i += 1
-    if quote or not stack:
+    if not stack:
         return None
     candidate = value + "".join(reversed(stack))
     return candidate if _parses(candidate) else None
