@@ -45,6 +45,7 @@ LearnerBackend = _choice("LearnerBackend", "deepspeed", "torch")
 EvalMode = _choice("EvalMode", "interactive", "in_context")
 Teacher = _choice("Teacher", "none", "answer_aware")
 WandbMode = _choice("WandbMode", "offline", "online", "disabled")
+PromptStyle = _choice("PromptStyle", "paper", "compact")
 
 
 @dataclass
@@ -90,6 +91,13 @@ class EnvConfig:
     # decode each turn inside its phase's answer grammar (aac/env/grammar.py; HF engine): a policy
     # that cannot write the formats (the tiny recipe's random model) can then act at all
     constrained_format: bool = False
+    # paper: the paper-style prompts (comparable runs) | compact: short prompts with a worked example
+    # as chat turns, Summary before Decision (what a 135M model follows; aac/env/compact_prompts.py)
+    prompt_style: PromptStyle = PromptStyle.paper
+    # open each input / reflect reply with the style's answer cue (`Input: (`, `Decision:` or
+    # `Summary:`), prefilled in the prompt: cheaper and far more parsable replies from small models;
+    # off for paper runs, so format-error rates stay comparable
+    answer_cues: bool = False
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
@@ -162,6 +170,9 @@ class RolloutConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens_per_turn: int = 1024
+    # per-phase budgets replacing max_tokens_per_turn, e.g. {input: 24, reflect: 64}: an input needs a
+    # few tokens, and every generated token costs rollout and update time
+    max_tokens_per_phase: dict[str, int] = field(default_factory=dict)
     num_workers: int = 1  # rollout workers (each holds a sandbox pool and a critic)
     # episodes in flight per worker (continuous batching: a finished one's slot is refilled at once);
     # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
@@ -230,6 +241,7 @@ class EvalConfig:
     call_timeout_s: float = 30.0
     codematch_timeout_s: float = 0.5
     max_tokens_per_turn: int = 1024
+    max_tokens_per_phase: dict[str, int] = field(default_factory=dict)  # as rollout.max_tokens_per_phase
     temperature: float = 0.0  # greedy by default (docs/method.md §8)
     batch_size: int = 16  # episodes in flight: more is faster until the engine saturates
     judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
@@ -318,6 +330,7 @@ def register_configs() -> None:
         cs.store(group="recipe", name=path.stem, node=node, package="_global_")
 
 
+PHASES = ("reasoning", "input", "reflect")  # the protocol's turns (aac.env.protocol.Phase)
 POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tokens_per_turn",
             "env.max_steps", "env.history_window", "eval.batch_size", "eval.max_calls",
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
@@ -353,6 +366,14 @@ def validate(cfg: Any) -> None:
                           f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")
     if cfg.env.constrained_format and cfg.rollout.engine != "hf":
         raise ConfigError(f"env.constrained_format needs rollout.engine=hf (got {cfg.rollout.engine})")
+    if cfg.env.constrained_format and cfg.env.prompt_style != "paper":
+        raise ConfigError(f"env.constrained_format follows the paper's answer format; it needs env.prompt_style=paper "
+                          f"(got {cfg.env.prompt_style})")
+    for key in ("rollout.max_tokens_per_phase", "eval.max_tokens_per_phase"):
+        budgets = OmegaConf.select(cfg, key) or {}
+        bad = {k: v for k, v in budgets.items() if k not in PHASES or v is None or v <= 0}
+        if bad:
+            raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASES)} with budgets > 0")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -100,13 +100,17 @@ def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[T
 
 
 def run_protocol(identity: dict, env: Any) -> ProtocolConfig:
-    """The protocol an eval run played (its window, call budget, timeout; the env's prompt bounds)."""
+    """The protocol an eval run played (its window, call budget, timeout, prompt style and answer
+    cues; the env's prompt bounds)."""
     try:
         ev = SimpleNamespace(history_window=identity["history_window"], max_calls=identity["max_calls"],
                              call_timeout_s=identity["call_timeout_s"])
     except KeyError as e:
         raise TraceError(f"run.json lacks {e.args[0]}: not an interactive aac.eval run") from None
-    return ProtocolConfig.from_eval(ev, env)
+    played = ProtocolConfig.from_eval(ev, env)
+    # a run's identity names its style and cues only where they left the paper's (older runs too)
+    return replace(played, prompt_style=identity.get("prompt_style", "paper"),
+                   answer_cues=identity.get("answer_cues", False))
 
 
 def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,

@@ -273,7 +273,7 @@ class Trainer:
             self._pool = SandboxPool.from_config(cfg.env.sandbox)  # code match runs here, in the driver
             self._held_out = (held, scorers(cfg, self.engines, self._pool))
         held, (judge, matcher) = self._held_out
-        sampling = SamplingSpec(e.temperature, cfg.rollout.top_p, e.max_tokens_per_turn, logprobs=True)
+        sampling = SamplingSpec.from_config(e, cfg.rollout.top_p, logprobs=True)
         batch = self.rollout([[inst] for inst in held], sampling=sampling, protocol=eval_protocol(e, cfg.env))
         episodes = [ep.record for ep in batch.episodes]
         scores: dict[str, dict] = {}

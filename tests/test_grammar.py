@@ -98,3 +98,25 @@ def test_tiny_model_under_the_grammar_makes_no_format_error(tiny_model_path):
                                                           for a in LITERALS for b in (LITERALS if arity == 2 else [""])}
     finally:
         engine.close()
+
+
+def test_constrained_format_config_errors_name_what_it_needs():
+    from aac.config import ConfigError, compose
+
+    with pytest.raises(ConfigError, match="needs rollout.engine=hf"):
+        compose("+recipe=tiny", "env.constrained_format=true", "rollout.engine=vllm")
+    with pytest.raises(ConfigError, match="needs env.prompt_style=paper"):
+        compose("+recipe=tiny", "env.constrained_format=true", "env.prompt_style=compact")
+
+
+def test_the_grammar_starts_after_an_answer_cue():
+    from aac.env.instance import Instance
+    from aac.env.protocol import Episode, ProtocolConfig
+
+    inst = Instance(uid="g/1", source="unit", code="def test_func(arg0):\n    return arg0\n", description="Identity.",
+                    header="def test_func(arg0):", train_examples=[("(1,)", 1)], test_examples=[("(2,)", 2)],
+                    all_examples=[("(1,)", 1, None)])
+    ep = Episode(inst, ProtocolConfig(answer_cues=True), None)
+    ep.step("a plan")  # reasoning -> input, whose prompt ends in the cue
+    assert ep.prefill == "Input: ("
+    assert turn_grammar(ep.phase, 1, prefix=ep.prefill) == turn_grammar(ep.phase, 1)[1:]

@@ -194,13 +194,27 @@ def merge_candidates(token_logprobs: Mapping[int, float], ids: Mapping[str, list
     return out
 
 
+def is_prefilled(messages: list[dict]) -> bool:
+    """Whether the chat ends in an assistant message that the reply continues (a prefill)."""
+    return bool(messages) and messages[-1].get("role") == "assistant"
+
+
+def continuation(messages: list[dict]) -> dict[str, bool]:
+    """The chat-template flags for `messages`: open a new assistant turn, or continue a prefilled one
+    (the names of transformers' apply_chat_template and of vLLM's OpenAI-compatible server)."""
+    prefilled = is_prefilled(messages)
+    return {"add_generation_prompt": not prefilled, "continue_final_message": prefilled}
+
+
 def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Optional[dict] = None) -> list[int]:
     """Token ids of `messages` under the model's chat template, ready for the assistant's reply.
 
-    One function for every local backend, so vLLM, HF and the learner see the same prompt tokens."""
+    A last message from the assistant is a prefill: the reply continues its text (its turn is left
+    open), so the prefill's tokens are prompt tokens. One function for every local backend, so vLLM,
+    HF and the learner see the same prompt tokens."""
     if not messages:
         raise ValueError("a chat request needs at least one message")
-    ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+    ids = tokenizer.apply_chat_template(messages, tokenize=True, **continuation(messages),
                                         **(chat_template_kwargs or {}))
     if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers 5 may return a BatchEncoding
         ids = ids["input_ids"]

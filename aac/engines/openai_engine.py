@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, TypeVar
 
-from aac.engines.base import Engine, GenRequest, GenResult, TokenLogprobs
+from aac.engines.base import Engine, GenRequest, GenResult, TokenLogprobs, continuation, is_prefilled
 
 T = TypeVar("T")
 
@@ -147,6 +147,8 @@ class OpenAIEngine(Engine):
     def _call(self, request: GenRequest, retries: int) -> GenResult:
         s = request.sampling
         extra = self._extra()
+        if is_prefilled(request.messages):  # vLLM servers continue the prefill; hosted APIs may refuse it
+            extra.update(continuation(request.messages))
         kwargs: dict[str, Any] = dict(self._common(request), temperature=s.temperature, top_p=s.top_p,
                                       max_tokens=s.max_tokens)
         if s.stop:

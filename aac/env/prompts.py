@@ -9,6 +9,9 @@ Reply formats and parsing rules:
 - input turn: `Input: (a, b)`. Tolerated, in this order: the first `Input:` line, the first fenced
   block, the whole reply, the first parenthesised group that is a literal. A call written as
   `test_func(a, b)` is turned into the tuple of its arguments (so `test_func([1, 2])` stays one list).
+  An `Input:` line whose brackets are left open is closed when the reply goes on after it (the model
+  ended the line itself) and closing it gives a literal; at the reply's end it may have been cut
+  mid-value, so it stays unparsable.
 - reflect turn: a `Decision: YES|NO` line (a bare `YES`/`NO` line counts) and a `Summary:` line
   (its text runs on until a decision line or the end). Both are needed.
 - in-context mode: `Description: …` (else `Summary: …`, else the whole reply).
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +54,8 @@ _REFLECT_TASK = (
     "Decision: YES or NO\n"
     "Summary: <what test_func does, in 1-3 sentences>"
 )
+# what opens each reply when answer cues are on (`env.answer_cues`): the format's own first words
+ANSWER_CUES = {"input": "Input: (", "reflect": "Decision:"}
 _IN_CONTEXT_TASK = (
     "Task: describe what test_func does, in 1-3 sentences. Reply with one line:\n"
     "Description: <your description>"
@@ -73,7 +78,7 @@ def format_call(input_str: str, output_repr: str, error: str | None, max_chars: 
     return f"{clip(input_str.strip(), max_chars)} -> {clip(result, max_chars)}"
 
 
-def _calls_block(observations: Sequence[Observation], total: int, max_chars: int, budget: int, title: str) -> str:
+def calls_block(observations: Sequence[Observation], total: int, max_chars: int, budget: int, title: str) -> str:
     lines = [format_call(o.input, o.output_repr, o.error, max_chars) for o in observations]
     while len(lines) > 1 and sum(len(line) + 1 for line in lines) > budget:
         lines.pop(0)  # over the character budget: the oldest calls of the window go first
@@ -105,7 +110,7 @@ def _messages(user: str) -> list[dict]:
 def _context(view: TurnView) -> list[str]:
     title = "Earlier calls" if view.latest_is_call else "Calls so far"
     return [f"Header: {view.header.strip()}",
-            _calls_block(view.window, view.total_observations, view.max_chars, view.max_window_chars, title),
+            calls_block(view.window, view.total_observations, view.max_chars, view.max_window_chars, title),
             f"Current hypothesis: {clip(view.hypothesis, 2 * view.max_chars)}"]
 
 
@@ -159,10 +164,11 @@ _MAX_GROUPS = 64
 _MAX_GROUP_CHARS = 10000  # a longer group could not parse anyway (the input size limit)
 
 
-def _balanced_end(text: str, start: int) -> int | None:
-    """Index after the bracket group opening at `start` (string literals respected), or None."""
-    depth, quote, i = 0, "", start
-    while i < min(len(text), start + _MAX_GROUP_CHARS + 1):
+def _brackets(text: str, start: int, stop: int) -> Iterator[tuple[int, str]]:
+    """(index, char) of each bracket of text[start:stop] outside string literals; a string left open
+    at `stop` ends the scan with (index, its quote)."""
+    quote, i = "", start
+    while i < min(len(text), stop):
         ch = text[i]
         if quote:
             if ch == "\\":
@@ -173,13 +179,23 @@ def _balanced_end(text: str, start: int) -> int | None:
         elif ch in "'\"":
             quote = ch * 3 if text.startswith(ch * 3, i) else ch
             i += len(quote) - 1
-        elif ch in _OPEN:
+        elif ch in _OPEN or ch in _CLOSE:
+            yield i, ch
+        i += 1
+    if quote:
+        yield i, quote
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index after the bracket group opening at `start` (string literals respected), or None."""
+    depth = 0
+    for i, ch in _brackets(text, start, start + _MAX_GROUP_CHARS + 1):
+        if ch in _OPEN:
             depth += 1
         elif ch in _CLOSE:
             depth -= 1
             if depth == 0:
                 return i + 1
-        i += 1
     return None
 
 
@@ -233,12 +249,29 @@ def _labelled_region(text: str, match: re.Match) -> str:
     start = match.end()
     while start < len(text) and text[start] in " \t`*":
         start += 1
+    line_end = text.find("\n", start)
     if start < len(text) and text[start] in _OPEN:
         end = _balanced_end(text, start)
         if end is not None:
             return text[start:end]
-    line_end = text.find("\n", start)
+        if line_end >= 0:  # the model ended the line with brackets open
+            return _closed(text[start:line_end].rstrip()) or text[start:line_end]
     return text[start: None if line_end < 0 else line_end]
+
+
+def _closed(value: str) -> str | None:
+    """`value` with its open brackets closed, when that gives a literal (None otherwise, and when a
+    string literal is left open: where it ends would be a guess)."""
+    stack: list[str] = []
+    for _, ch in _brackets(value, 0, len(value)):
+        if ch in _OPEN:
+            stack.append(_CLOSE[_OPEN.index(ch)])
+        elif ch not in _CLOSE or not stack or stack.pop() != ch:  # an open string, or a mismatch
+            return None
+    if not stack:
+        return None
+    candidate = value + "".join(reversed(stack))
+    return candidate if _parses(candidate) else None
 
 
 def extract_input(reply: str) -> str | None:

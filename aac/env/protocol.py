@@ -13,6 +13,12 @@ Rules a reward schedule can rely on:
 - the step that reaches `max_steps` ends the episode with `timed_out=True`, unless it is a YES.
 - `max_calls` counts input turns (parsable or not, so an episode always ends); when it is spent, the
   episode ends after that cycle's reflect, concluded only on YES.
+
+Prompt styles (`prompt_style`): `paper` (aac/env/prompts.py, the default of paper runs) and `compact`
+(aac/env/compact_prompts.py, for 135M models). With `answer_cues`, the input and reflect prompts end
+in an assistant message holding the style's answer cue (e.g. `Input: (`): the engine continues it
+(the cue's tokens are prompt tokens, so the learner sees exactly what the engine saw), `step()` takes
+the continuation and parses cue + continuation, and the step records the cue in `prefill`.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from aac.env import prompts
+from aac.env import compact_prompts, prompts
 from aac.env.observation import Observation
 from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
 from aac.sandbox.values import InputParseError, parse_input
@@ -44,6 +50,11 @@ class Phase(str, Enum):
 
 _STORED_REPR_CHARS = 2000  # context examples are kept like call results (sandbox max_output_chars); prompts clip
 _NEXT = {Phase.REASONING: Phase.INPUT, Phase.INPUT: Phase.REFLECT, Phase.REFLECT: Phase.REASONING}
+# each style's prompt builders and answer cues
+_STYLES = {style: ({Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module.input_prompt,
+                    Phase.REFLECT: module.reflect_prompt}, module.ANSWER_CUES)
+           for style, module in (("paper", prompts), ("compact", compact_prompts))}
+PROMPT_STYLES = tuple(_STYLES)
 
 
 @dataclass
@@ -61,10 +72,15 @@ class ProtocolConfig:
     max_input_chars: int = 10000
     max_input_depth: int = 50
     constrained_format: bool = False  # decode each turn inside its phase's grammar (aac/env/grammar.py)
+    prompt_style: str = "paper"  # paper | compact (short prompts, a worked example as chat turns)
+    answer_cues: bool = False  # open input and reflect replies with the style's answer cue (a prefill)
 
     def __post_init__(self) -> None:
         if self.history_window < 1 or self.max_steps < 1 or (self.max_calls is not None and self.max_calls < 1):
             raise ValueError(f"ProtocolConfig: history_window, max_steps and max_calls must be >= 1 ({self})")
+        self.prompt_style = str(self.prompt_style)
+        if self.prompt_style not in _STYLES:
+            raise ValueError(f"ProtocolConfig: prompt_style {self.prompt_style!r} is not one of {', '.join(_STYLES)}")
 
     @classmethod
     def from_env(cls, env: Any) -> ProtocolConfig:
@@ -76,7 +92,9 @@ class ProtocolConfig:
                    max_window_chars=env.max_window_chars,
                    max_input_chars=getattr(sandbox, "max_input_chars", 10000),
                    max_input_depth=getattr(sandbox, "max_input_depth", 50),
-                   constrained_format=getattr(env, "constrained_format", False))
+                   constrained_format=getattr(env, "constrained_format", False),
+                   prompt_style=str(getattr(env, "prompt_style", "paper")),
+                   answer_cues=bool(getattr(env, "answer_cues", False)))
 
     @classmethod
     def from_eval(cls, ev: Any, env: Any | None = None) -> ProtocolConfig:
@@ -86,7 +104,9 @@ class ProtocolConfig:
                    call_timeout_s=ev.call_timeout_s, spread_list=base.spread_list,
                    max_observation_chars=base.max_observation_chars, max_window_chars=base.max_window_chars,
                    max_input_chars=base.max_input_chars,
-                   max_input_depth=base.max_input_depth, constrained_format=base.constrained_format)
+                   max_input_depth=base.max_input_depth, constrained_format=base.constrained_format,
+                   prompt_style=base.prompt_style,
+                   answer_cues=base.answer_cues)
 
 
 @dataclass
@@ -94,8 +114,8 @@ class StepRecord:
     index: int  # 0-based turn number in the episode
     phase: Phase
     prompt: list[dict]
-    response: str  # the raw reply
-    text: str  # the reply without thinking
+    response: str  # the raw reply (the engine's continuation of `prefill`)
+    text: str  # prefill + reply, without thinking
     parse_ok: bool
     parsed: str | None  # reasoning: the plan; input: the input literal; reflect: the summary
     decision: bool | None  # reflect turns that parsed: True = YES
@@ -105,6 +125,7 @@ class StepRecord:
     timed_out: bool
     error: str | None = None  # why the reply did not parse
     end_reason: str | None = None  # on the last step: concluded | step_limit | call_limit
+    prefill: str = ""  # the answer cue the prompt ended with (the reply continues it)
 
 
 class Episode:
@@ -170,8 +191,13 @@ class Episode:
                 "end_reason": self._end_reason, "parse_failures": sum(not s.parse_ok for s in self._steps)}
 
     # ------------------------------------------------------------ turns
+    @property
+    def prefill(self) -> str:
+        """The answer cue the current turn's reply continues ("" without answer cues)."""
+        return _STYLES[self.cfg.prompt_style][1].get(self._phase.value, "") if self.cfg.answer_cues else ""
+
     def prompt(self) -> list[dict]:
-        """The chat messages (system + user) for the current turn."""
+        """The chat messages for the current turn (ending in the assistant's prefill when it has one)."""
         if self.done:
             raise RuntimeError("the episode is over: no further prompt")
         # reflect shows the latest call on its own line, and the window's other slots before it
@@ -183,18 +209,19 @@ class Episode:
             total_observations=len(pool), hypothesis=self._hypothesis, plan=self._plan,
             latest=self._latest, latest_is_call=apart, max_chars=self.cfg.max_observation_chars,
             max_window_chars=self.cfg.max_window_chars)
-        build = {Phase.REASONING: prompts.reasoning_prompt, Phase.INPUT: prompts.input_prompt,
-                 Phase.REFLECT: prompts.reflect_prompt}[self._phase]
-        return build(view)
+        messages = _STYLES[self.cfg.prompt_style][0][self._phase](view)
+        cue = self.prefill
+        return [*messages, {"role": "assistant", "content": cue}] if cue else messages
 
     def step(self, response: str) -> StepRecord:
-        """Consume the model's reply to `prompt()`; returns what happened."""
+        """Consume the model's reply to `prompt()` (its continuation of the prefill); returns what happened."""
         if self.done:
             raise RuntimeError("the episode is over: step() after done")
-        messages = self.prompt()
-        text = prompts.strip_think(response)
+        messages, cue = self.prompt(), self.prefill
+        reply = cue + response
+        text = prompts.strip_think(reply)
         turn = {Phase.REASONING: self._reasoning, Phase.INPUT: self._input, Phase.REFLECT: self._reflect}
-        outcome = turn[self._phase](response, text)
+        outcome = turn[self._phase](reply, text)
         index = len(self._steps)
         if self._concluded:
             self._end_reason = "concluded"
@@ -205,7 +232,7 @@ class Episode:
             self._end_reason = "call_limit"
         record = StepRecord(index=index, phase=self._phase, prompt=messages, response=response, text=text,
                             hypothesis=self._hypothesis, done=self.done, timed_out=self.timed_out,
-                            end_reason=self._end_reason, **outcome)
+                            end_reason=self._end_reason, prefill=cue, **outcome)
         self._steps.append(record)
         self._phase = _NEXT[self._phase]
         return record

@@ -25,6 +25,7 @@ from aac.progress import bar
 
 log = logging.getLogger("aac.eval")
 ACTOR_ADAPTER = "actor"
+PAPER_PROTOCOL = {"prompt_style": "paper", "answer_cues": False, "max_tokens_per_phase": {}}
 
 
 class EvalError(ValueError):
@@ -61,8 +62,16 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
         "history_window": e.history_window, "max_calls": e.max_calls, "call_timeout_s": e.call_timeout_s,
         "judge_model": e.judge_model or model, "coder_model": e.coder_model or model,
         "judge_max_tokens": e.judge_max_tokens, "coder_max_tokens": e.coder_max_tokens,
-        "codematch_timeout_s": e.codematch_timeout_s, "seed": cfg.seed,
+        "codematch_timeout_s": e.codematch_timeout_s, "seed": cfg.seed, **_protocol_identity(cfg),
     }
+
+
+def _protocol_identity(cfg: Any) -> dict:
+    """The prompt style, answer cues and per-phase budgets, where they leave the paper's defaults
+    (older run folders, which played those, keep their identity)."""
+    chosen = {"prompt_style": str(cfg.env.prompt_style), "answer_cues": bool(cfg.env.answer_cues),
+              "max_tokens_per_phase": {str(k): int(v) for k, v in cfg.eval.max_tokens_per_phase.items()}}
+    return {k: v for k, v in chosen.items() if v != PAPER_PROTOCOL[k]}
 
 
 def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
@@ -95,7 +104,8 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     if adapter is not None:
         engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
-                      cfg.rollout.top_p, teacher_prompts(e.teacher))
+                      cfg.rollout.top_p, teacher_prompts(e.teacher),
+                      {str(k): int(v) for k, v in e.max_tokens_per_phase.items()})
     teacher = {} if e.teacher == "none" else {"teacher": str(e.teacher)}  # marks a teacher's episodes
     t0 = time.perf_counter()
     with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress) as advance:

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from aac.engines import Engine, GenRequest, GenResult, Sampling
 from aac.env.grammar import header_arity, turn_grammar
 from aac.env.instance import Instance
 from aac.env.observation import Observation
-from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
+from aac.env.protocol import Caller, Episode, Phase, ProtocolConfig, StepRecord
 from aac.env.teacher import PromptTransform, plain
 
 MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
@@ -37,18 +38,35 @@ def turn_seed(seed: int, key: int, turn: int) -> int:
 
 @dataclass(frozen=True)
 class SamplingSpec:
-    """How the actor samples: temperature 0 is greedy (and then top_p and seeds do not apply)."""
+    """How the actor samples: temperature 0 is greedy (and then top_p and seeds do not apply).
+
+    `max_tokens_per_phase` replaces `max_tokens` for the phases it names (an input needs a few tokens,
+    a reflection more)."""
 
     temperature: float
     top_p: float
     max_tokens: int
     logprobs: bool = False
+    max_tokens_per_phase: Mapping[str, int] = field(default_factory=dict)
 
-    def for_turn(self, seed: int, key: int, turn: int) -> Sampling:
+    def __post_init__(self) -> None:
+        phases = {p.value for p in Phase}
+        for phase, n in self.max_tokens_per_phase.items():
+            if phase not in phases or int(n) < 1:
+                raise ValueError(f"max_tokens_per_phase: {phase}={n!r} needs a phase of {', '.join(sorted(phases))} "
+                                 "and a budget >= 1")
+
+    @classmethod
+    def from_config(cls, section: Any, top_p: float, logprobs: bool = False) -> SamplingSpec:
+        """From `rollout.*` or `eval.*`: temperature, max_tokens_per_turn, max_tokens_per_phase."""
+        return cls(section.temperature, top_p, section.max_tokens_per_turn, logprobs,
+                   {str(k): int(v) for k, v in (getattr(section, "max_tokens_per_phase", None) or {}).items()})
+
+    def for_turn(self, seed: int, key: int, turn: int, phase: str | None = None) -> Sampling:
         greedy = self.temperature == 0
         return Sampling(temperature=self.temperature, top_p=1.0 if greedy else self.top_p,
-                        max_tokens=self.max_tokens, seed=None if greedy else turn_seed(seed, key, turn),
-                        logprobs=self.logprobs)
+                        max_tokens=self.max_tokens_per_phase.get(phase, self.max_tokens),
+                        seed=None if greedy else turn_seed(seed, key, turn), logprobs=self.logprobs)
 
 
 @dataclass
@@ -124,10 +142,12 @@ class EpisodeDriver:
 
     def _sampling(self, lv: _Live) -> Sampling:
         """The sampling of `lv`'s next turn: its seed, and its phase's grammar under constrained_format."""
-        s = self.sampling.for_turn(self.seed, lv.spec.key, len(lv.turns))
+        s = self.sampling.for_turn(self.seed, lv.spec.key, len(lv.turns), lv.episode.phase.value)
         if not self.protocol.constrained_format:
             return s
-        return replace(s, grammar=turn_grammar(lv.episode.phase, header_arity(lv.spec.instance.header)))
+        # the grammar starts after the answer cue the prompt already holds
+        return replace(s, grammar=turn_grammar(lv.episode.phase, header_arity(lv.spec.instance.header),
+                                               prefix=lv.episode.prefill))
 
     def play(self, specs: Iterable[EpisodeSpec],
              on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:

@@ -11,7 +11,9 @@ from aac.rollout.driver import PlayedEpisode
 def _step_dict(step: StepRecord) -> dict:
     call = step.call
     return {
-        "index": step.index, "phase": step.phase.value, "response": step.response, "parse_ok": step.parse_ok,
+        # the reply is prefill + response: the prefill was the prompt's (an answer cue), the response generated
+        "index": step.index, "phase": step.phase.value, "prefill": step.prefill, "response": step.response,
+        "parse_ok": step.parse_ok,
         "parsed": step.parsed, "decision": step.decision, "hypothesis": step.hypothesis, "done": step.done,
         "call": None if call is None else {"output_repr": call.output_repr, "error": call.error,
                                            "duration_s": round(call.duration_s, 4)},

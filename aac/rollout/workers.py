@@ -114,7 +114,7 @@ class RolloutWorker:
         r = self.rollout
         self.pool.keep_warm(len({s.instance.code for s in specs}))  # every live function stays warm
         caller = _TimedCaller(self.pool, self.spread_list)
-        sampling = sampling or SamplingSpec(r.temperature, r.top_p, r.max_tokens_per_turn, logprobs=True)
+        sampling = sampling or SamplingSpec.from_config(r, r.top_p, logprobs=True)
         driver = EpisodeDriver(self.engine, protocol or self.protocol, caller, sampling, adapter=adapter,
                                seed=seed, max_live=r.max_live_episodes)
         played, stats = driver.play(specs)
