@@ -190,8 +190,8 @@ def test_new_functions_are_forks_of_one_zygote():
         zygote_pid = p.live_pids()[1]
         for i, s in enumerate(_sources(10)):
             assert p.call(s, "()").output == i
-            supervisor, child = p.live_pids()[2:]
-            assert _parent_pid(supervisor) == zygote_pid and _parent_pid(child) == supervisor
+            (child,) = p.live_pids()[2:]  # no process between the zygote and its children
+            assert _parent_pid(child) == zygote_pid
         assert p.stats["zygotes"] == 1 and p.stats["spawned"] == 10  # the first got the first source
 
 

@@ -33,7 +33,6 @@ import atexit
 import fcntl
 import json
 import logging
-import math
 import os
 import select
 import shutil
@@ -249,7 +248,7 @@ class _Zygote:
             return None
 
     def fork(self, tmp_dir: str | None, deadline: float) -> list[int]:
-        """A new child supervisor: [request pipe, response pipe, its control socket, its pidfd]."""
+        """A new child: [request pipe, response pipe, its control socket, its pidfd]."""
         with self.lock:
             if self.closed:
                 raise _SpawnError("the zygote is gone")
@@ -300,7 +299,7 @@ class _Zygote:
 
 
 class _Child:
-    """One warm child (and its supervisor), forked by the zygote, bound to one source once loaded."""
+    """One warm child, forked (and supervised) by the zygote, bound to one source once loaded."""
 
     def __init__(self, zygote: _Zygote):
         self.opts = zygote.opts
@@ -310,8 +309,9 @@ class _Child:
         self.seq = 0
         self.calls = 0
         self.tmp_dir: str | None = None
-        self.pid = self.sup_pid = 0
-        self.req_w = self.resp_r = self.ctl = self.pidfd = self.sup_pidfd = -1
+        self.pid = 0
+        self.started = False  # its hello has come
+        self.req_w = self.resp_r = self.ctl = self.pidfd = -1
         self.memory_kib = 0  # what this child holds alone (see `_account`)
         self.counted_kib = 0  # the part of it the pool has counted
         self._private0 = self._rss0 = 0
@@ -329,27 +329,21 @@ class _Child:
             self.tmp_dir = tempfile.mkdtemp(prefix="aac-sandbox-")
             if os.geteuid() == 0:
                 os.chown(self.tmp_dir, NOBODY, NOBODY)
-        self.req_w, self.resp_r, self.ctl, self.sup_pidfd = zygote.fork(
+        self.req_w, self.resp_r, self.ctl, self.pidfd = zygote.fork(
             self.tmp_dir, time.monotonic() + self.opts.spawn_timeout_s)
-        self.sup_pid = _pidfd_pid(self.sup_pidfd)
+        self.pid = _pidfd_pid(self.pidfd)
+        self._exited = select.poll()
+        self._exited.register(self.pidfd, select.POLLIN)
         os.set_blocking(self.req_w, False)
         self.reader = proto.FrameReader(self.resp_r)
 
     def ready(self) -> None:
-        """Wait until the child runs: its pidfd from the supervisor, then its hello. The first
-        requests may be written before (they wait in the pipe while it sets itself up)."""
-        if self.pidfd >= 0:
+        """Wait until the child runs (its hello). The first requests may be written before (they
+        wait in the pipe while it sets itself up)."""
+        if self.started:
             return
         deadline = time.monotonic() + self.opts.spawn_timeout_s
         try:
-            msg, fds = proto.recv_message(self.ctl, 1, deadline)
-            if msg is None or msg.get("op") != "spawned" or len(fds) != 1:
-                _close(*fds)
-                raise _SpawnError(str((msg or {}).get("error") or f"child supervisor failed: {str(msg)[:200]}")[:500])
-            self.pidfd = fds[0]
-            self.pid = _pidfd_pid(self.pidfd)
-            self._exited = select.poll()
-            self._exited.register(self.pidfd, select.POLLIN)
             msg = self.reader.read(deadline)
         except proto.FrameTimeout:
             raise _SpawnError(f"no answer within {self.opts.spawn_timeout_s} s") from None
@@ -362,6 +356,7 @@ class _Child:
         if msg.get("op") != "hello":
             raise _SpawnError(f"unexpected message {str(msg)[:200]}")
         self.details = msg.get("details") if type(msg.get("details")) is dict else {}
+        self.started = True
 
     def load(self, source: str) -> None:
         self.source = source
@@ -369,7 +364,7 @@ class _Child:
                           time.monotonic() + self.opts.spawn_timeout_s)
 
     def _exit_code(self, wait_s: float = 1.0) -> int | None:
-        """The child's exit status as its supervisor reports it (None if it does not in time)."""
+        """The child's exit status as the zygote reports it (None if it does not in time)."""
         try:
             msg, fds = proto.recv_message(self.ctl, 0, time.monotonic() + wait_s)
         except (OSError, proto.FrameTimeout, proto.ProtocolError):
@@ -389,7 +384,7 @@ class _Child:
         deadline = start + timeout_s
         try:
             proto.write_frame(self.req_w, request, deadline)
-            if self.pidfd < 0:  # a fresh child: its start overlaps the writes
+            if not self.started:  # a fresh child: its start overlaps the writes
                 try:
                     self.ready()
                 except _SpawnError as exc:
@@ -458,44 +453,38 @@ class _Child:
                           output_repr=text[: self.opts.max_output_chars], normalized=resp["norm"]), retire
 
     def alive(self) -> bool:
-        return not self.closed and (self.pidfd < 0 or not self._exited.poll(0))
+        return not self.closed and not self.exited()
+
+    def exited(self) -> bool:
+        return self.pidfd < 0 or bool(self._exited.poll(0))
 
     def pids(self) -> list[int]:
-        return [p for p in (self.sup_pid, self.pid) if p]
+        return [self.pid] if self.pid else []
 
     def terminate(self) -> None:
-        """Start killing the child and its supervisor (see `kill`)."""
+        """Start killing the child (see `kill`)."""
         if self.closed:
             return
         self.closed = True
         _signal_pidfd(self.pidfd)
-        if self.pidfd >= 0:  # else the supervisor, seeing its socket close, kills the child it may be starting
-            _signal_pidfd(self.sup_pidfd)
         _close(self.req_w, self.resp_r, self.ctl)
 
     def kill(self) -> None:
-        """Kill the child and its supervisor, wait until both are gone, remove the private temp dir."""
+        """Kill the child, wait until it is gone, remove the private temp dir."""
         if self.pidfd == -2:
             return
         self.terminate()
-        pidfds = [fd for fd in (self.pidfd, self.sup_pidfd) if fd >= 0]
-        poller = select.poll()
-        for fd in pidfds:
-            poller.register(fd, select.POLLIN)
-        deadline = time.monotonic() + 2.0
-        while pidfds and time.monotonic() < deadline:
-            for fd, _ in poller.poll(max(1, math.ceil((deadline - time.monotonic()) * 1000))):
-                poller.unregister(fd)
-                pidfds.remove(fd)
-        _close(self.pidfd, self.sup_pidfd)
-        self.pidfd = self.sup_pidfd = -2  # done
+        if self.pidfd >= 0:
+            self._exited.poll(2000)
+        _close(self.pidfd)
+        self.pidfd = -2  # done
         if self.tmp_dir:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
     def forget(self) -> None:
         """In a forked copy of the parent: drop the fds, leave the processes alone."""
         self.closed = True
-        _close(self.req_w, self.resp_r, self.ctl, self.pidfd, self.sup_pidfd)
+        _close(self.req_w, self.resp_r, self.ctl, self.pidfd)
 
 
 _AUTO_MODE: dict[int, str] = {}  # euid -> the mode auto-detection found, per process
