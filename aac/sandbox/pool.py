@@ -374,7 +374,8 @@ class _Child:
         return code if type(code) is int else None
 
     def call(self, input_str: str, timeout_s: float, spread_list: bool) -> tuple[CallResult, bool]:
-        """Run one call; returns the result and whether this child may serve more calls."""
+        """Run one call; returns the result and whether this child may serve more calls (if not,
+        it is being killed already: the pool reaps it)."""
         opts = self.opts
         self.seq += 1
         request = proto.encode_frame({
@@ -388,33 +389,33 @@ class _Child:
                 try:
                     self.ready()
                 except _SpawnError as exc:
-                    self.kill()
+                    self.terminate()
                     return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0), False
                 start = time.monotonic()
                 deadline = start + timeout_s
             resp = self.reader.read(deadline)
         except proto.FrameTimeout:
-            self.kill()
+            self.terminate()
             return _error_result(f"TimeoutError: call exceeded {float(timeout_s)} s", time.monotonic() - start), False
         except proto.ProtocolError as exc:
-            self.kill()
+            self.terminate()
             return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
         except OSError:  # a broken pipe: the child is gone
             resp = None
         if resp is None:
             reason = _describe_exit(self._exit_code())
-            self.kill()
+            self.terminate()
             return _error_result(f"SandboxError: the worker {reason} during the call",
                                  time.monotonic() - start), False
         try:
             result, retire = self._result(resp, time.monotonic() - start)
         except (KeyError, TypeError, ValueError) as exc:
-            self.kill()
+            self.terminate()
             return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
         if retire or self.reader.buf:  # leftover bytes: something else wrote to the pipe
-            self.kill()
+            self.terminate()
             return result, False
         self._account(resp.get("rss"))
         return result, True
@@ -546,6 +547,7 @@ class SandboxPool:
         self._idle: dict[str | None, list[_Child]] = {}
         self._lru: OrderedDict[_Child, None] = OrderedDict()  # idle children, oldest first
         self._all: set[_Child] = set()
+        self._dying: list[_Child] = []  # killed, not yet reaped (see `_bury`)
         self._warm_kib = 0  # memory_kib of every child in _all
         self._busy = 0
         self._closed = False
@@ -554,7 +556,8 @@ class SandboxPool:
         self.owner = f"{self._pid}:{id(self):x}"  # in each process's command line, to find them with ps
         self._stats = {"calls": 0, "spawned": 0, "timeouts": 0, "crashes": 0, "retired": 0, "evicted": 0,
                        "zygotes": 0}
-        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._all, self._zygote)
+        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._all, self._dying,
+                                          self._zygote)
         _POOLS.add(self)
 
     @classmethod
@@ -579,8 +582,7 @@ class SandboxPool:
         with self._cond:
             self._expected = functions
             evict = self._shrink(0)
-        for child in evict:
-            child.kill()
+        self._bury(evict)
 
     @property
     def warm_limit(self) -> int:
@@ -610,7 +612,9 @@ class SandboxPool:
                     "warm_limit": self.warm_limit}
 
     def live_pids(self) -> list[int]:
-        """Process ids of this pool's live processes: zygote, children and their supervisors."""
+        """Process ids of this pool's live processes: the zygote, its supervisor and the children
+        (after those being killed are gone)."""
+        self._reap(wait=True)
         with self._cond:
             zygote = [pid for z in self._zygote for pid in z.pids() if z.alive()]
             return zygote + [pid for w in self._all for pid in w.pids()]
@@ -717,28 +721,23 @@ class SandboxPool:
                 self._forget(w)
             if child is None:
                 evict += self._shrink(1)
-        for w in evict:
-            w.terminate()  # their exits overlap the new child's start; waited for below
-        try:
-            if child is None:
-                try:
-                    child = self._spawn()
-                except BaseException:
-                    with self._cond:
-                        self._busy -= 1
-                        self._cond.notify()
-                    raise
+        self._bury(evict)  # their exits overlap the new child's start
+        if child is None:
             try:
-                if source is None:
-                    child.ready()
-                elif child.source is None:
-                    child.load(source)
-            except (OSError, proto.FrameTimeout, _SpawnError) as exc:
-                self._release(child, False)
-                raise _SpawnError(f"could not load the source: {exc}") from None
-        finally:
-            for w in evict:
-                w.kill()
+                child = self._spawn()
+            except BaseException:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify()
+                raise
+        try:
+            if source is None:
+                child.ready()
+            elif child.source is None:
+                child.load(source)
+        except (OSError, proto.FrameTimeout, _SpawnError) as exc:
+            self._release(child, False)
+            raise _SpawnError(f"could not load the source: {exc}") from None
         return child
 
     def _pop_idle(self, source: str | None, dead: list[_Child]) -> _Child | None:
@@ -779,18 +778,36 @@ class SandboxPool:
             else:
                 self._forget(child)
             self._cond.notify()
-        for w in evict:
+        self._bury(evict if child is None else [*evict, child])
+        self._reap()
+        if child is not None and self._closed:
+            self._kill_zygote_if_done()
+
+    def _bury(self, children: list[_Child]) -> None:
+        """Start killing `children` and leave them to `_reap`: a call does not wait for the
+        exits (namespace teardown takes milliseconds)."""
+        for w in children:
+            w.terminate()
+        if children:
+            with self._cond:
+                self._dying.extend(children)
+
+    def _reap(self, wait: bool = False) -> None:
+        """Finish killing the children `_bury` started on: those already gone, or all (`wait`)."""
+        with self._cond:
+            done = [w for w in self._dying if wait or w.exited()]
+            if not done:
+                return
+            self._dying[:] = [w for w in self._dying if w not in done]
+        for w in done:
             w.kill()
-        if child is not None:
-            child.kill()
-            if self._closed:
-                self._kill_zygote_if_done()
 
     def _kill_zygote_if_done(self) -> None:
         with self._cond:
             if not self._closed or self._busy:
                 return
             zygotes, self._zygote[:] = list(self._zygote), []
+        self._reap(wait=True)
         for z in zygotes:
             z.kill()
 
@@ -869,17 +886,19 @@ class SandboxPool:
         log.log(level, "sandbox isolation: %s%s; %s", mode, skipped, details)
 
     @staticmethod
-    def _kill_all(children: set[_Child], zygotes: list[_Zygote]) -> None:
+    def _kill_all(children: set[_Child], dying: list[_Child], zygotes: list[_Zygote]) -> None:
         for z in list(zygotes):
             z.kill()
         zygotes.clear()
-        for w in list(children):
+        for w in [*children, *dying]:
             w.kill()
         children.clear()
+        dying.clear()
 
     def _forget_after_fork(self) -> None:
-        for w in list(self._all):
+        for w in [*self._all, *self._dying]:
             w.forget()
+        self._dying.clear()
         for z in self._zygote:
             z.forget()
         self._zygote.clear()
