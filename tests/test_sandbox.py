@@ -190,9 +190,22 @@ def test_new_functions_are_forks_of_one_zygote():
         zygote_pid = p.live_pids()[1]
         for i, s in enumerate(_sources(10)):
             assert p.call(s, "()").output == i
-            (child,) = p.live_pids()[2:]  # no process between the zygote and its children
-            assert _parent_pid(child) == zygote_pid
+            children = p.live_pids()[2:]  # its child, then its spares; no process in between
+            assert children and all(_parent_pid(child) == zygote_pid for child in children)
         assert p.stats["zygotes"] == 1 and p.stats["spawned"] == 10  # the first got the first source
+
+
+def test_spare_children_wait_ready_ahead_of_demand():
+    with pytest.raises(ValueError, match="spare_children"):
+        SandboxPool(spare_children=-1)
+    for spares in (0, 2):
+        with SandboxPool(workers=1, max_warm=1, spare_children=spares) as p:
+            if p.isolation not in ("namespaces", "userns"):
+                pytest.skip("spares need a namespace mode")
+            for s in _sources(3):
+                p.call(s, "()")
+            assert len(p.live_pids()) == 2 + 1 + spares  # zygote and its supervisor, the warm child, the spares
+            assert p.stats["spawned"] == 3
 
 
 def test_children_of_one_zygote_cannot_touch_each_other():

@@ -237,17 +237,21 @@ def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: l
 
 
 class _ForkServer:
-    """The zygote's loop: forks a child per request and supervises the children it forked (no
+    """The zygote's loop: hands out a child per request and supervises the children it forked (no
     process in between): reports each one's exit status on its control socket, and kills it as
-    soon as the parent closes that socket."""
+    soon as the parent closes that socket. In namespace modes it keeps `spares` children forked
+    ahead of demand, each set up and waiting for its source, so a new function does not wait for
+    a fork and an isolation set-up; the stock is full again after every reply."""
 
     def __init__(self, cfg: dict, ctl: int, tmp_roots: list[str]):
         self.cfg, self.ctl, self.tmp_roots = cfg, ctl, tmp_roots
+        self.spares = cfg["spares"]
         self.pidns = isolate.own_pid_namespace(cfg["mode"])
         self.poller = select.poll()
         self.poller.register(ctl, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.by_pidfd: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, control socket or -1)
         self.by_sock: dict[int, int] = {}  # control socket -> pidfd
+        self.stock: dict[int, list[int]] = {}  # pidfd -> parent-side fds of a child not handed out yet
 
     def serve(self) -> None:
         while True:
@@ -259,49 +263,77 @@ class _ForkServer:
                     if msg is None:
                         os._exit(0)
                     if msg.get("op") == "fork":
-                        self.fork(msg)
+                        self.hand_out(msg)
+                    elif msg.get("op") == "stock":
+                        proto.send_message(self.ctl, {"op": "stock", "id": msg.get("id")}, list(self.stock))
                 elif fd in self.by_pidfd:
                     self.reap(fd)
                 elif fd in self.by_sock:
                     self.abandon(fd)
 
-    def fork(self, msg: dict) -> None:
-        """A child with fresh pipes; their parent-side ends, its control socket and a pidfd go to the parent."""
+    def fill(self) -> None:
+        while len(self.stock) < self.spares:
+            try:
+                pidfd, fds = self.fork(None)
+            except OSError:
+                return  # no memory or processes right now: the next request forks on demand
+            self.stock[pidfd] = fds
+
+    def hand_out(self, msg: dict) -> None:
+        """Reply with a child (the oldest spare, else a fresh fork): its request pipe, response
+        pipe, control socket and a pidfd."""
+        if self.stock:
+            pidfd = next(iter(self.stock))
+            fds = self.stock.pop(pidfd)
+        else:
+            try:
+                pidfd, fds = self.fork(msg.get("tmp"))
+            except OSError as exc:
+                proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
+                return
+        self.fill()  # before the reply: after it the pool's processes are what `stock` says
+        fds.append(os.dup(pidfd))
+        try:
+            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"]}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def fork(self, tmp_dir: str | None) -> tuple[int, list[int]]:
+        """Fork a child with fresh pipes: (its pidfd, [request pipe, response pipe, control socket])."""
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         theirs, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours_fd, theirs_fd = ours.detach(), theirs.detach()
         try:
             pid = isolate.fork_child(self.cfg["mode"], self.pidns)
-        except OSError as exc:
+        except BaseException:
             for fd in (req_r, req_w, resp_r, resp_w, ours_fd, theirs_fd):
                 os.close(fd)
-            proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
-            return
+            raise
         if pid == 0:
             try:
                 _close_all_but({req_r, resp_w})
-                _child_main(self.cfg, msg.get("tmp") or "/", req_r, resp_w, self.tmp_roots)
+                _child_main(self.cfg, tmp_dir or "/", req_r, resp_w, self.tmp_roots)
             except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
                 os._exit(70)
             os._exit(0)
+        os.close(req_r)
+        os.close(resp_w)
         pidfd = os.pidfd_open(pid)  # valid until this process reaps the child, whatever it does first
-        theirs_pidfd = os.dup(pidfd)
-        try:
-            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"]}, [req_w, resp_r, theirs_fd, theirs_pidfd])
-        finally:
-            for fd in (req_r, req_w, resp_r, resp_w, theirs_fd, theirs_pidfd):
-                os.close(fd)
         self.by_pidfd[pidfd] = (pid, ours_fd)
         self.by_sock[ours_fd] = pidfd
         self.poller.register(pidfd, select.POLLIN)
         self.poller.register(ours_fd, select.POLLHUP | select.POLLERR)
+        return pidfd, [req_w, resp_r, theirs_fd]
 
     def reap(self, pidfd: int) -> None:
         """The child exited: collect its status, report it (128 + signal, or the exit code)."""
         pid, sock = self.by_pidfd.pop(pidfd)
         self.poller.unregister(pidfd)
         os.close(pidfd)
+        for fd in self.stock.pop(pidfd, ()):  # a spare that died (replaced at the next request)
+            os.close(fd)
         _, status = os.waitpid(pid, 0)
         if sock >= 0:
             code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -343,6 +375,7 @@ def _zygote_main(cfg: dict, ctl: int) -> None:
                 details.setdefault("preload_failed", []).append(name)
         server = _ForkServer(cfg, ctl, tmp_roots)
         gc.freeze()  # the collector leaves what the children inherit alone: fewer copy-on-write faults
+        server.fill()
     except BaseException as exc:  # noqa: B036
         proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
         os._exit(3)

@@ -175,6 +175,7 @@ class _Options:
     nofile: int
     spawn_timeout_s: float
     preload: tuple[str, ...]
+    spare_children: int
 
 
 _NAMESPACED = ("namespaces", "userns")
@@ -209,6 +210,8 @@ class _Zygote:
         cfg = {"owner": self.owner, "mode": self.mode, "life_fd": life_r, "ctl_fd": theirs,
                "memory_mb": opts.memory_mb, "cpu_s": opts.cpu_time_s, "tmp_mb": opts.tmp_mb,
                "fsize_mb": opts.fsize_mb, "nofile": opts.nofile, "preload": list(opts.preload),
+               # spares only where a child needs nothing from the parent (its /tmp is its own tmpfs)
+               "spares": opts.spare_children if self.mode in _NAMESPACED else 0,
                "sys_path": [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
@@ -272,6 +275,25 @@ class _Zygote:
 
     def pids(self) -> list[int]:
         return [p for p in (self.proc.pid if self.proc else 0, self.pid) if p]
+
+    def spare_pids(self) -> list[int]:
+        """Process ids of the children the zygote forked ahead of demand (not handed out yet)."""
+        with self.lock:
+            if self.closed:
+                return []
+            self.seq += 1
+            try:
+                proto.send_message(self.ctl, {"op": "stock", "id": self.seq})
+                msg, fds = proto.recv_message(self.ctl, max(self.opts.spare_children, 1),
+                                              time.monotonic() + self.opts.spawn_timeout_s)
+            except (OSError, proto.FrameTimeout, proto.ProtocolError):
+                self.kill()  # as in `fork`: a late reply would answer the next request
+                return []
+        pids = [_pidfd_pid(fd) for fd in fds]
+        _close(*fds)
+        if msg is None or msg.get("op") != "stock" or msg.get("id") != self.seq:
+            return []
+        return [p for p in pids if p]
 
     def kill(self) -> None:
         """Kill the zygote (PID 1 of the pool's namespaces: every child dies with it) and its supervisor."""
@@ -512,6 +534,8 @@ class SandboxPool:
     memory the warm children hold alone (private pages, then their peak RSS growth).
     `memory_mb`: address-space limit per child. `cpu_time_s`: CPU seconds one call may use
     (RLIMIT_CPU, besides the wall timeout). `preload`: modules the zygote imports for its children.
+    `spare_children`: children the zygote keeps forked and isolated ahead of demand (namespace
+    modes; ~2 MiB each, not counted in `warm_memory_mb`), so a new source waits for neither.
     `isolation`: "auto" (the strongest available) or one of `MODES`, then required.
     """
 
@@ -519,7 +543,7 @@ class SandboxPool:
                  max_output_chars: int = 2000, max_input_chars: int = 10000, max_input_depth: int = 50,
                  max_warm: int | None = None, warm_memory_mb: int = 2048, tmp_mb: int = 64, fsize_mb: int = 16,
                  nofile: int = 256, isolation: str = "auto", spawn_timeout_s: float = 30.0,
-                 preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD):
+                 preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD, spare_children: int = 2):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if isolation != "auto" and isolation not in MODES:
@@ -530,6 +554,8 @@ class SandboxPool:
             raise ValueError(f"max_warm must be >= 1 or None, got {max_warm}")
         if warm_memory_mb < 1:
             raise ValueError(f"warm_memory_mb must be >= 1, got {warm_memory_mb}")
+        if type(spare_children) is not int or spare_children < 0:
+            raise ValueError(f"spare_children must be an int >= 0, got {spare_children!r}")
         self.workers = workers
         self.max_warm = max_warm
         self.warm_memory_mb = warm_memory_mb
@@ -537,7 +563,7 @@ class SandboxPool:
         self._opts = _Options(memory_mb=memory_mb, cpu_time_s=cpu_time_s, max_output_chars=max_output_chars,
                               max_input_chars=max_input_chars, max_input_depth=max_input_depth, tmp_mb=tmp_mb,
                               fsize_mb=fsize_mb, nofile=nofile, spawn_timeout_s=spawn_timeout_s,
-                              preload=tuple(preload))
+                              preload=tuple(preload), spare_children=spare_children)
         self._requested = isolation
         self._mode: str | None = None if isolation == "auto" else isolation
         self._details: dict = {}
@@ -564,7 +590,8 @@ class SandboxPool:
     def from_config(cls, cfg: Any, **overrides: Any) -> SandboxPool:
         """From an `aac.config.SandboxConfig` (fields it lacks keep their defaults)."""
         keys = ("workers", "memory_mb", "cpu_time_s", "max_output_chars", "max_input_chars", "max_input_depth",
-                "max_warm", "warm_memory_mb", "tmp_mb", "fsize_mb", "nofile", "isolation", "preload")
+                "max_warm", "warm_memory_mb", "tmp_mb", "fsize_mb", "nofile", "isolation", "preload",
+                "spare_children")
         kwargs = {k: getattr(cfg, k) for k in keys if getattr(cfg, k, None) is not None}
         if "preload" in kwargs:
             kwargs["preload"] = tuple(kwargs["preload"])
@@ -612,12 +639,14 @@ class SandboxPool:
                     "warm_limit": self.warm_limit}
 
     def live_pids(self) -> list[int]:
-        """Process ids of this pool's live processes: the zygote, its supervisor and the children
-        (after those being killed are gone)."""
+        """Process ids of this pool's live processes: the zygote's supervisor and the zygote, the
+        children (after those being killed are gone), then the zygote's spares."""
         self._reap(wait=True)
         with self._cond:
-            zygote = [pid for z in self._zygote for pid in z.pids() if z.alive()]
-            return zygote + [pid for w in self._all for pid in w.pids()]
+            zygotes = [z for z in self._zygote if z.alive()]
+            children = [pid for w in self._all for pid in w.pids()]
+        return ([pid for z in zygotes for pid in z.pids()] + children
+                + [pid for z in zygotes for pid in z.spare_pids()])
 
     def call(self, source: str, input_str: str, *, timeout_s: float = 10.0, spread_list: bool = True) -> CallResult:
         """Call `test_func` of `source` on the arguments `input_str` stands for (docs/method.md §3)."""
