@@ -224,6 +224,21 @@ def test_children_of_one_zygote_cannot_touch_each_other():
         assert p.stats["spawned"] == spawned + 1 and p.stats["crashes"] == 0  # the killer's child only
 
 
+def test_children_cannot_reach_each_others_abstract_sockets():
+    listen = ("import socket, sys\ndef test_func(name):\n    s = socket.socket(socket.AF_UNIX)\n    s.bind(name)\n"
+              "    s.listen(1)\n    sys.aac_keep = s  # stays open while this child is warm\n    return 'listening'\n")
+    connect = ("import socket\ndef test_func(name):\n    s = socket.socket(socket.AF_UNIX)\n    try:\n"
+               "        s.connect(name)\n    except OSError as exc:\n        return type(exc).__name__\n"
+               "    return 'connected'\n")
+    with SandboxPool(workers=1) as p:
+        if p.isolation_details.get("abstract_sockets") != "scoped per child":
+            pytest.skip("needs a namespace mode and Landlock ABI >= 6")
+        name = repr((f"\0aac-test-{os.getpid()}",))
+        assert p.call(listen, name).output == "listening"
+        assert p.call(connect, name).output == "PermissionError"  # a sibling child; same network namespace
+        assert p.stats["live"] == 2
+
+
 def test_a_worker_that_died_while_idle_is_replaced_silently():
     with SandboxPool(workers=1) as p:
         assert p.call(ADD, "(1, 'a')").ok
