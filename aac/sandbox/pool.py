@@ -399,7 +399,7 @@ class _Child:
 
     def call(self, input_str: str, timeout_s: float, spread_list: bool) -> tuple[CallResult, bool]:
         """Run one call; returns the result and whether this child may serve more calls (if not,
-        it is being killed already: the pool reaps it)."""
+        it is being killed already: `SandboxPool._release` waits for it)."""
         opts = self.opts
         self.seq += 1
         request = proto.encode_frame({
@@ -484,10 +484,7 @@ class _Child:
                           output_repr=text[: self.opts.max_output_chars], normalized=resp["norm"]), retire
 
     def alive(self) -> bool:
-        return not self.closed and not self.exited()
-
-    def exited(self) -> bool:
-        return self.pidfd < 0 or bool(self._exited.poll(0))
+        return not self.closed and self.pidfd >= 0 and not self._exited.poll(0)
 
     def pids(self) -> list[int]:
         return [self.pid] if self.pid else []
@@ -581,7 +578,6 @@ class SandboxPool:
         self._idle: dict[str | None, list[_Child]] = {}
         self._lru: OrderedDict[_Child, None] = OrderedDict()  # idle children, oldest first
         self._all: set[_Child] = set()
-        self._dying: list[_Child] = []  # killed, not yet reaped (see `_bury`)
         self._warm_kib = 0  # memory_kib of every child in _all
         self._busy = 0
         self._closed = False
@@ -590,8 +586,7 @@ class SandboxPool:
         self.owner = f"{self._pid}:{id(self):x}"  # in each process's command line, to find them with ps
         self._stats = {"calls": 0, "spawned": 0, "timeouts": 0, "crashes": 0, "retired": 0, "evicted": 0,
                        "zygotes": 0}
-        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._all, self._dying,
-                                          self._zygote)
+        self._finalizer = weakref.finalize(self, SandboxPool._kill_all, self._all, self._zygote)
         _POOLS.add(self)
 
     @classmethod
@@ -617,7 +612,8 @@ class SandboxPool:
         with self._cond:
             self._expected = functions
             evict = self._shrink(0)
-        self._bury(evict)
+        for child in evict:
+            child.kill()
 
     @property
     def warm_limit(self) -> int:
@@ -629,7 +625,7 @@ class SandboxPool:
     def isolation(self) -> str:
         """The isolation mode children run under (starts the zygote and a child if none ran yet)."""
         if self._mode is None or not self._details:
-            self._release(self._acquire(None), True)
+            self._release(*self._acquire(None), True)
         return self._mode
 
     @property
@@ -648,8 +644,7 @@ class SandboxPool:
 
     def live_pids(self) -> list[int]:
         """Process ids of this pool's live processes: the zygote's supervisor and the zygote, the
-        children (after those being killed are gone), then the zygote's spares."""
-        self._reap(wait=True)
+        children, then the zygote's spares."""
         with self._cond:
             zygotes = [z for z in self._zygote if z.alive()]
             children = [pid for w in self._all for pid in w.pids()]
@@ -669,14 +664,14 @@ class SandboxPool:
             return _error_result(f"InputParseError: input has {len(input_str)} characters, more than the limit "
                                  f"of {self._opts.max_input_chars}", 0.0)
         try:
-            child = self._acquire(source)
+            child, evicted = self._acquire(source)
         except _SpawnError as exc:
             return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0)
         result, keep = None, False
         try:
             result, keep = child.call(input_str, timeout_s, spread_list)
         finally:
-            self._release(child, keep, result)
+            self._release(child, evicted, keep, result)
         return result
 
     def call_many(self, calls: list[tuple[str, str]], *, timeout_s: float = 10.0,
@@ -743,8 +738,10 @@ class SandboxPool:
             self._stats["evicted"] += 1
         return evict
 
-    def _acquire(self, source: str | None) -> _Child:
-        """An idle child for `source` (loading it into a fresh one if needed); waits for a slot."""
+    def _acquire(self, source: str | None) -> tuple[_Child, list[_Child]]:
+        """An idle child for `source` (loading it into a fresh one if needed), waiting for a slot;
+        and the children evicted for it, being killed: `_release` waits for them after the call,
+        so their exits (namespace teardown takes milliseconds) overlap it."""
         evict: list[_Child] = []
         with self._cond:
             while self._busy >= self.workers:
@@ -758,7 +755,8 @@ class SandboxPool:
                 self._forget(w)
             if child is None:
                 evict += self._shrink(1)
-        self._bury(evict)  # their exits overlap the new child's start
+        for w in evict:
+            w.terminate()
         if child is None:
             try:
                 child = self._spawn()
@@ -766,6 +764,8 @@ class SandboxPool:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify()
+                for w in evict:
+                    w.kill()
                 raise
         try:
             if source is None:
@@ -773,9 +773,9 @@ class SandboxPool:
             elif child.source is None:
                 child.load(source)
         except (OSError, proto.FrameTimeout, _SpawnError) as exc:
-            self._release(child, False)
+            self._release(child, evict, False)
             raise _SpawnError(f"could not load the source: {exc}") from None
-        return child
+        return child, evict
 
     def _pop_idle(self, source: str | None, dead: list[_Child]) -> _Child | None:
         """The most recently used idle child for `source`; ones that died while idle go to `dead`."""
@@ -793,7 +793,7 @@ class SandboxPool:
             self._idle.pop(source, None)
         return child
 
-    def _release(self, child: _Child, keep: bool, result: CallResult | None = None) -> None:
+    def _release(self, child: _Child, evicted: list[_Child], keep: bool, result: CallResult | None = None) -> None:
         evict: list[_Child] = []
         with self._cond:
             self._busy -= 1
@@ -815,36 +815,18 @@ class SandboxPool:
             else:
                 self._forget(child)
             self._cond.notify()
-        self._bury(evict if child is None else [*evict, child])
-        self._reap()
-        if child is not None and self._closed:
-            self._kill_zygote_if_done()
-
-    def _bury(self, children: list[_Child]) -> None:
-        """Start killing `children` and leave them to `_reap`: a call does not wait for the
-        exits (namespace teardown takes milliseconds)."""
-        for w in children:
-            w.terminate()
-        if children:
-            with self._cond:
-                self._dying.extend(children)
-
-    def _reap(self, wait: bool = False) -> None:
-        """Finish killing the children `_bury` started on: those already gone, or all (`wait`)."""
-        with self._cond:
-            done = [w for w in self._dying if wait or w.exited()]
-            if not done:
-                return
-            self._dying[:] = [w for w in self._dying if w not in done]
-        for w in done:
+        for w in [*evicted, *evict]:
             w.kill()
+        if child is not None:
+            child.kill()
+            if self._closed:
+                self._kill_zygote_if_done()
 
     def _kill_zygote_if_done(self) -> None:
         with self._cond:
             if not self._closed or self._busy:
                 return
             zygotes, self._zygote[:] = list(self._zygote), []
-        self._reap(wait=True)
         for z in zygotes:
             z.kill()
 
@@ -923,19 +905,17 @@ class SandboxPool:
         log.log(level, "sandbox isolation: %s%s; %s", mode, skipped, details)
 
     @staticmethod
-    def _kill_all(children: set[_Child], dying: list[_Child], zygotes: list[_Zygote]) -> None:
+    def _kill_all(children: set[_Child], zygotes: list[_Zygote]) -> None:
         for z in list(zygotes):
             z.kill()
         zygotes.clear()
-        for w in [*children, *dying]:
+        for w in list(children):
             w.kill()
         children.clear()
-        dying.clear()
 
     def _forget_after_fork(self) -> None:
-        for w in [*self._all, *self._dying]:
+        for w in list(self._all):
             w.forget()
-        self._dying.clear()
         for z in self._zygote:
             z.forget()
         self._zygote.clear()
