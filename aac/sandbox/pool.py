@@ -192,7 +192,7 @@ class _Zygote:
         self.proc: subprocess.Popen | None = None
         self.pid, self.pidfd, self.ctl, self.life_w = 0, -1, -1, -1
         self.lock = threading.Lock()  # one fork request and its reply at a time
-        self.child_private_kib: int | None = None  # the last measured child's own pages (see `_Child._account`)
+        self.child_private_kib: int | None = None  # its first child's own pages (see `_Child._account`)
         self.seq = 0
         try:
             self._start()
@@ -338,7 +338,6 @@ class _Child:
         self.memory_kib = 0  # what this child holds alone (see `_account`)
         self.counted_kib = 0  # the part of it the pool has counted
         self._private0 = self._rss0 = 0
-        self._measured = False
         try:
             self._start(zygote)
         except (OSError, proto.ProtocolError) as exc:  # no pipes, fds or memory for a process right now
@@ -445,19 +444,18 @@ class _Child:
         return result, True
 
     def _account(self, rss_kib: Any) -> None:
-        """Update `memory_kib`: the private pages measured after the second call (after the first
-        while no sibling was measured; until then, what the last measured sibling held), plus the
-        growth of the peak RSS the child reports with every reply since (cheap, and never less).
-        Reading smaps_rollup costs ~0.6 ms: not on the path of every new function's first call."""
+        """Update `memory_kib`: the private pages of the zygote's first child after its first call
+        (children of one zygote start alike; reading smaps_rollup costs ~0.6 ms a child), plus
+        the growth of the peak RSS this child reports with every reply since its first (cheap, and
+        never less). What that misses, shared pages a child copies without growing, is bounded
+        by the zygote's own memory (~10 MiB)."""
         if type(rss_kib) is not int or rss_kib < 0:
             return
         self.calls += 1
-        if not self._measured and (self.calls > 1 or self.zygote.child_private_kib is None):
-            private = _private_kib(self.pid) if self.pid else None
-            self._private0, self._rss0 = (private if private is not None else rss_kib), rss_kib
-            self._measured = True
-            self.zygote.child_private_kib = self._private0
-        elif self.calls == 1:
+        if self.calls == 1:
+            if self.zygote.child_private_kib is None:
+                private = _private_kib(self.pid) if self.pid else None
+                self.zygote.child_private_kib = private if private is not None else rss_kib
             self._private0, self._rss0 = self.zygote.child_private_kib, rss_kib
         self.memory_kib = self._private0 + max(rss_kib - self._rss0, 0)
 
