@@ -68,6 +68,7 @@ class SandboxConfig:
     max_warm: Optional[int] = None
     warm_memory_mb: int = 2048
     preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD
+    spare_children: int = 2  # children forked and isolated ahead of demand (namespace modes)
     isolation: Isolation = Isolation.auto  # auto: the strongest available
     max_output_chars: int = 2000  # repr cap shown to the model
     max_input_chars: int = 10000

@@ -190,9 +190,22 @@ def test_new_functions_are_forks_of_one_zygote():
         zygote_pid = p.live_pids()[1]
         for i, s in enumerate(_sources(10)):
             assert p.call(s, "()").output == i
-            supervisor, child = p.live_pids()[2:]
-            assert _parent_pid(supervisor) == zygote_pid and _parent_pid(child) == supervisor
+            children = p.live_pids()[2:]  # its child, then its spares; no process in between
+            assert children and all(_parent_pid(child) == zygote_pid for child in children)
         assert p.stats["zygotes"] == 1 and p.stats["spawned"] == 10  # the first got the first source
+
+
+def test_spare_children_wait_ready_ahead_of_demand():
+    with pytest.raises(ValueError, match="spare_children"):
+        SandboxPool(spare_children=-1)
+    for spares in (0, 2):
+        with SandboxPool(workers=1, max_warm=1, spare_children=spares) as p:
+            if p.isolation not in ("namespaces", "userns"):
+                pytest.skip("spares need a namespace mode")
+            for s in _sources(3):
+                p.call(s, "()")
+            assert len(p.live_pids()) == 2 + 1 + spares  # zygote and its supervisor, the warm child, the spares
+            assert p.stats["spawned"] == 3
 
 
 def test_children_of_one_zygote_cannot_touch_each_other():
@@ -209,6 +222,21 @@ def test_children_of_one_zygote_cannot_touch_each_other():
         assert p.call(killer, "()").output == "survived"  # PID 1 of its namespace, alone in its group
         assert p.call(writer, "()").output == 1 and p.call(reader, "()").output is False
         assert p.stats["spawned"] == spawned + 1 and p.stats["crashes"] == 0  # the killer's child only
+
+
+def test_children_cannot_reach_each_others_abstract_sockets():
+    listen = ("import socket, sys\ndef test_func(name):\n    s = socket.socket(socket.AF_UNIX)\n    s.bind(name)\n"
+              "    s.listen(1)\n    sys.aac_keep = s  # stays open while this child is warm\n    return 'listening'\n")
+    connect = ("import socket\ndef test_func(name):\n    s = socket.socket(socket.AF_UNIX)\n    try:\n"
+               "        s.connect(name)\n    except OSError as exc:\n        return type(exc).__name__\n"
+               "    return 'connected'\n")
+    with SandboxPool(workers=1) as p:
+        if p.isolation_details.get("abstract_sockets") != "scoped per child":
+            pytest.skip("needs a namespace mode and Landlock ABI >= 6")
+        name = repr((f"\0aac-test-{os.getpid()}",))
+        assert p.call(listen, name).output == "listening"
+        assert p.call(connect, name).output == "PermissionError"  # a sibling child; same network namespace
+        assert p.stats["live"] == 2
 
 
 def test_a_worker_that_died_while_idle_is_replaced_silently():

@@ -2,7 +2,7 @@
 
 Modes, strongest first (the pool takes the first that works, see `pool.py`):
 - `namespaces` (root): the zygote gets new mount, network, PID, IPC and UTS namespaces, every
-  mount read-only; each child then gets its own mount, PID and IPC namespaces inside those, a
+  mount read-only; each child then gets its own PID namespace (from the fork) and mount and IPC namespaces, a
   private tmpfs on /tmp and a fresh /proc, and drops to uid/gid 65534. Folders
   that uid cannot enter on the way to the interpreter's import path (pyenv under a 0700 /root)
   are covered by a tmpfs holding only those entries, so imports work and the rest stays hidden.
@@ -15,8 +15,7 @@ Every mode sets rlimits (address space, CPU, file size, open files, no core, no 
 no-new-privs and non-dumpable, and drops to uid 65534 when started as root.
 
 `enter(mode)` runs in the zygote's supervisor before it forks the zygote; `setup_zygote(...)` in
-the zygote; `enter_child(mode)` in a child's supervisor before it forks the child; `setup_child(...)`
-in the child.
+the zygote, which forks each child with `fork_child(...)`; `setup_child(...)` in the child.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ import signal
 import struct
 
 MODES = ("namespaces", "userns", "landlock", "rlimits")
+_NAMESPACED = ("namespaces", "userns")
 NOBODY = 65534
 
 _CLONE_NEWNS = 0x00020000
@@ -239,7 +239,7 @@ def _bind_back(held: list[tuple[str, int]]) -> None:
 
 def _child_root(tmp_mb: int, tmp_roots: list[str]) -> dict:
     """A child's own /tmp (a fresh tmpfs, the import paths under /tmp bound back read-only) and
-    /proc (its PID namespace only), in the mount namespace its supervisor made; before the uid drop."""
+    /proc (its PID namespace only), in its own mount namespace; before the uid drop."""
     held = [(path, os.open(path, os.O_PATH)) for path in tmp_roots]  # the zygote's read-only binds
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_mb}m,mode=1777")
     _bind_back(held)
@@ -290,11 +290,28 @@ def _landlock(tmp_dir: str) -> dict:
     net = _LL_NET_ALL if abi >= 4 else 0
     scoped = _LL_SCOPE_ALL if abi >= 6 else 0
     attr = struct.pack("=QQQ", fs, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    rules = (("/", _LL_FS_EXECUTE | _LL_FS_READ_FILE | _LL_FS_READ_DIR), (tmp_dir, fs),
+             ("/dev/null", _LL_FS_READ_FILE | _LL_FS_WRITE_FILE))
+    _landlock_domain(attr, rules, fs)
+    return {"landlock_abi": abi, "tcp": "blocked" if net else "open", "signals": "scoped" if scoped else "open"}
+
+
+def _landlock_scope() -> dict:
+    """Namespace modes: the children of a pool share one (empty) network namespace, and with it
+    the abstract unix socket namespace; a Landlock domain that only scopes (ABI >= 6) keeps
+    each child's abstract sockets and signals to itself, for a few syscalls where a network
+    namespace per child costs about a millisecond of CPU more per child."""
+    if landlock_abi() < 6:
+        return {"abstract_sockets": "shared by the pool's children (Landlock ABI < 6)"}
+    _landlock_domain(struct.pack("=QQQ", 0, 0, _LL_SCOPE_ALL), (), 0)
+    return {"abstract_sockets": "scoped per child"}
+
+
+def _landlock_domain(attr: bytes, rules: tuple[tuple[str, int], ...], fs: int) -> None:
+    """Create a Landlock ruleset from `attr` (handled rights), allow `rules` (path, rights), enforce it."""
     buf = ctypes.create_string_buffer(attr, len(attr))
     ruleset = _check(_libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), buf, ctypes.c_size_t(len(attr)),
                                    ctypes.c_uint32(0)), "landlock_create_ruleset")
-    rules = (("/", _LL_FS_EXECUTE | _LL_FS_READ_FILE | _LL_FS_READ_DIR), (tmp_dir, fs),
-             ("/dev/null", _LL_FS_READ_FILE | _LL_FS_WRITE_FILE))
     try:
         for path, allowed in rules:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -312,7 +329,6 @@ def _landlock(tmp_dir: str) -> dict:
                "landlock_restrict_self")
     finally:
         os.close(ruleset)
-    return {"landlock_abi": abi, "tcp": "blocked" if net else "open", "signals": "scoped" if scoped else "open"}
 
 
 def cpu_lifetime_s(cpu_s: float) -> int:
@@ -335,11 +351,25 @@ def setup_zygote(mode: str, import_paths: list[str]) -> dict:
     return details
 
 
-def enter_child(mode: str) -> None:
-    """In a child's supervisor: fresh mount, PID and IPC namespaces for the child forked next
-    (namespace modes), so children of one zygote cannot see, signal or share files with each other."""
-    if mode in ("namespaces", "userns"):
-        _check(_libc.unshare(ctypes.c_int(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC)), "unshare")
+def own_pid_namespace(mode: str) -> int:
+    """In the zygote: an fd of its PID namespace, to return to after each child's fork (-1 without namespaces)."""
+    return os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC) if mode in _NAMESPACED else -1
+
+
+def fork_child(mode: str, own_pidns: int) -> int:
+    """`os.fork()`; in namespace modes the child is PID 1 of a new PID namespace while the zygote
+    stays in its own (`own_pidns`): siblings cannot see or signal each other."""
+    if mode not in _NAMESPACED:
+        return os.fork()
+    _check(_libc.unshare(ctypes.c_int(_CLONE_NEWPID)), "unshare")
+    try:
+        pid = os.fork()
+    except BaseException:
+        _check(_libc.setns(ctypes.c_int(own_pidns), ctypes.c_int(_CLONE_NEWPID)), "setns")
+        raise
+    if pid:
+        _check(_libc.setns(ctypes.c_int(own_pidns), ctypes.c_int(_CLONE_NEWPID)), "setns")
+    return pid
 
 
 def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: int, fsize_mb: int, nofile: int,
@@ -350,7 +380,9 @@ def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: i
     import folders under /tmp to keep visible (`tmp_import_roots`)."""
     was_root = os.geteuid() == 0
     details: dict = {}
-    if mode in ("namespaces", "userns"):
+    if mode in _NAMESPACED:
+        # its own mount and IPC namespaces (the PID one came with the fork, see `fork_child`)
+        _check(_libc.unshare(ctypes.c_int(_CLONE_NEWNS | _CLONE_NEWIPC)), "unshare")
         details.update(_child_root(tmp_mb, tmp_roots))
         tmp_dir = "/tmp/work"  # a subfolder: bind points of import paths under /tmp stay out of sight
         os.mkdir(tmp_dir)
@@ -366,6 +398,8 @@ def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: i
         details["uid"] = NOBODY
     if mode == "landlock":
         details.update(_landlock(tmp_dir))
+    elif mode in _NAMESPACED:
+        details.update(_landlock_scope())
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     _prctl(_PR_SET_DUMPABLE, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it

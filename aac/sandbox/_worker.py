@@ -3,14 +3,14 @@
 Process tree per pool: the parent starts this script, the *zygote's supervisor*; it enters the
 isolation namespaces and forks the *zygote* (PID 1 there), which sets up the shared read-only view
 (`_isolate.setup_zygote`), preloads the interpreter's imports and then, per request on its control
-socket, forks a *child supervisor*. That one enters the child's own mount, PID and IPC namespaces
-and forks the *child* (the worker), which isolates itself the rest of the way
-(`_isolate.setup_child`: private /tmp and /proc, uid nobody, rlimits) and serves calls to one
-function source over two pipes until end of file: a fork of a warm process costs about a
-millisecond where a new interpreter costs 0.1 s. Supervisors only wait: the child's supervisor
-reports its exit status (128 + signal, or the exit code) and kills it as soon as the parent closes
-its control socket; the zygote's kills the zygote (and with it every process of the pool) when the
-parent's lifeline pipe closes.
+socket, forks a *child* (the worker) as PID 1 of a new PID namespace (`_isolate.fork_child`). The
+child isolates itself the rest of the way (`_isolate.setup_child`: its own mount and IPC
+namespaces, private /tmp and /proc, uid nobody, rlimits) and serves calls to one function source
+over two pipes until end of file: a fork of a warm process costs about a millisecond where a new
+interpreter costs 0.1 s. The zygote also supervises its children (`_ForkServer`): it reports each
+one's exit status (128 + signal, or the exit code) and kills it as soon as the parent closes its
+control socket; the zygote's supervisor only waits, and kills the zygote (and with it every
+process of the pool) when the parent's lifeline pipe closes.
 
 Each call runs the source in fresh globals (like the release's fresh process per call, so
 mutable module state does not leak between calls), then restores the process state a hostile
@@ -236,70 +236,130 @@ def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: l
     server.serve()
 
 
-def _child_supervisor(cfg: dict, msg: dict, ctl: int, req_fd: int, resp_fd: int, tmp_roots: list[str]) -> int:
-    """In a fork of the zygote: enter the child's own namespaces, fork the child, hand its pidfd to
-    the parent, then wait (`_supervise`) and report how it ended on `ctl`."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote ignores it; this process waits
-    _close_all_but({ctl, req_fd, resp_fd})
-    try:
-        isolate.enter_child(cfg["mode"])
-        pid = os.fork()
-    except BaseException as exc:  # noqa: B036
-        proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
-        return 2
-    if pid == 0:
-        try:
-            os.close(ctl)
-            _child_main(cfg, msg.get("tmp") or "/", req_fd, resp_fd, tmp_roots)
-        except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
-            os._exit(70)
-        os._exit(0)
-    os.close(req_fd)
-    os.close(resp_fd)
-    pidfd = os.pidfd_open(pid)  # valid until this process reaps the child, whatever it does first
-    try:
-        proto.send_message(ctl, {"op": "spawned"}, [pidfd])
-    except OSError:
-        pass  # the parent closed its end already: `_supervise` kills the child
-    code = _supervise(pid, ctl, pidfd)
-    try:
-        proto.send_message(ctl, {"op": "exit", "code": code})
-    except OSError:
-        pass  # the parent closed its end: it asked for the kill
-    return 0
+class _ForkServer:
+    """The zygote's loop: hands out a child per request and supervises the children it forked (no
+    process in between): reports each one's exit status on its control socket, and kills it as
+    soon as the parent closes that socket. In namespace modes it keeps `spares` children forked
+    ahead of demand, each set up and waiting for its source, so a new function does not wait for
+    a fork and an isolation set-up; the stock is full again after every reply."""
 
+    def __init__(self, cfg: dict, ctl: int, tmp_roots: list[str]):
+        self.cfg, self.ctl, self.tmp_roots = cfg, ctl, tmp_roots
+        self.spares = cfg["spares"]
+        self.pidns = isolate.own_pid_namespace(cfg["mode"])
+        self.poller = select.poll()
+        self.poller.register(ctl, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self.by_pidfd: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, control socket or -1)
+        self.by_sock: dict[int, int] = {}  # control socket -> pidfd
+        self.stock: dict[int, list[int]] = {}  # pidfd -> parent-side fds of a child not handed out yet
 
-def _fork_child(cfg: dict, ctl: int, msg: dict, tmp_roots: list[str]) -> None:
-    """Serve one fork request: a child supervisor with fresh pipes; their parent-side ends, the
-    supervisor's control socket and its pidfd go to the parent."""
-    req_r, req_w = os.pipe()
-    resp_r, resp_w = os.pipe()
-    theirs, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    ours_fd, theirs_fd = ours.detach(), theirs.detach()
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        for fd in (req_r, req_w, resp_r, resp_w, ours_fd, theirs_fd):
-            os.close(fd)
-        proto.send_message(ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
-        return
-    if pid == 0:
-        code = 70
+    def serve(self) -> None:
+        while True:
+            for fd, _ in self.poller.poll():
+                if fd == self.ctl:
+                    msg, fds = proto.recv_message(self.ctl)
+                    for received in fds:
+                        os.close(received)
+                    if msg is None:
+                        os._exit(0)
+                    if msg.get("op") == "fork":
+                        self.hand_out(msg)
+                    elif msg.get("op") == "stock":
+                        proto.send_message(self.ctl, {"op": "stock", "id": msg.get("id")}, list(self.stock))
+                elif fd in self.by_pidfd:
+                    self.reap(fd)
+                elif fd in self.by_sock:
+                    self.abandon(fd)
+
+    def fill(self) -> None:
+        while len(self.stock) < self.spares:
+            try:
+                pidfd, fds = self.fork(None)
+            except OSError:
+                return  # no memory or processes right now: the next request forks on demand
+            self.stock[pidfd] = fds
+
+    def hand_out(self, msg: dict) -> None:
+        """Reply with a child (the oldest spare, else a fresh fork): its request pipe, response
+        pipe, control socket and a pidfd."""
+        if self.stock:
+            pidfd = next(iter(self.stock))
+            fds = self.stock.pop(pidfd)
+        else:
+            try:
+                pidfd, fds = self.fork(msg.get("tmp"))
+            except OSError as exc:
+                proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
+                return
+        self.fill()  # before the reply: after it the pool's processes are what `stock` says
+        fds.append(os.dup(pidfd))
         try:
-            code = _child_supervisor(cfg, msg, ours_fd, req_r, resp_w, tmp_roots)
+            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"]}, fds)
         finally:
-            os._exit(code)
-    pidfd = os.pidfd_open(pid)
-    try:
-        proto.send_message(ctl, {"op": "forked", "id": msg["id"]}, [req_w, resp_r, theirs_fd, pidfd])
-    finally:
-        for fd in (req_r, req_w, resp_r, resp_w, ours_fd, theirs_fd, pidfd):
+            for fd in fds:
+                os.close(fd)
+
+    def fork(self, tmp_dir: str | None) -> tuple[int, list[int]]:
+        """Fork a child with fresh pipes: (its pidfd, [request pipe, response pipe, control socket])."""
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        theirs, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours_fd, theirs_fd = ours.detach(), theirs.detach()
+        try:
+            pid = isolate.fork_child(self.cfg["mode"], self.pidns)
+        except BaseException:
+            for fd in (req_r, req_w, resp_r, resp_w, ours_fd, theirs_fd):
+                os.close(fd)
+            raise
+        if pid == 0:
+            try:
+                _close_all_but({req_r, resp_w})
+                _child_main(self.cfg, tmp_dir or "/", req_r, resp_w, self.tmp_roots)
+            except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
+                os._exit(70)
+            os._exit(0)
+        os.close(req_r)
+        os.close(resp_w)
+        pidfd = os.pidfd_open(pid)  # valid until this process reaps the child, whatever it does first
+        self.by_pidfd[pidfd] = (pid, ours_fd)
+        self.by_sock[ours_fd] = pidfd
+        self.poller.register(pidfd, select.POLLIN)
+        self.poller.register(ours_fd, select.POLLHUP | select.POLLERR)
+        return pidfd, [req_w, resp_r, theirs_fd]
+
+    def reap(self, pidfd: int) -> None:
+        """The child exited: collect its status, report it (128 + signal, or the exit code)."""
+        pid, sock = self.by_pidfd.pop(pidfd)
+        self.poller.unregister(pidfd)
+        os.close(pidfd)
+        for fd in self.stock.pop(pidfd, ()):  # a spare that died (replaced at the next request)
             os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        if sock >= 0:
+            code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            try:
+                proto.send_message(sock, {"op": "exit", "code": code})
+            except OSError:
+                pass  # the parent closed its end meanwhile
+            del self.by_sock[sock]
+            self.poller.unregister(sock)
+            os.close(sock)
+
+    def abandon(self, sock: int) -> None:
+        """The parent closed the child's control socket: kill the child (reaped when its pidfd fires)."""
+        pidfd = self.by_sock.pop(sock)
+        self.poller.unregister(sock)
+        os.close(sock)
+        self.by_pidfd[pidfd] = (self.by_pidfd[pidfd][0], -1)
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _zygote_main(cfg: dict, ctl: int) -> None:
-    """PID 1 of the pool's namespaces: set up the shared view, preload imports, then fork a
-    child per request until the parent closes the control socket."""
+    """PID 1 of the pool's namespaces: set up the shared view, preload imports, then fork and
+    supervise a child per request until the parent closes the control socket."""
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -313,30 +373,23 @@ def _zygote_main(cfg: dict, ctl: int) -> None:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - a missing optional module only costs its import later
                 details.setdefault("preload_failed", []).append(name)
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # exited child supervisors are reaped at once
+        server = _ForkServer(cfg, ctl, tmp_roots)
         gc.freeze()  # the collector leaves what the children inherit alone: fewer copy-on-write faults
+        server.fill()
     except BaseException as exc:  # noqa: B036
         proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
         os._exit(3)
     proto.send_message(ctl, {"op": "hello", "details": details})
-    while True:
-        msg, fds = proto.recv_message(ctl)
-        for fd in fds:
-            os.close(fd)
-        if msg is None:
-            os._exit(0)
-        if msg.get("op") == "fork":
-            _fork_child(cfg, ctl, msg, tmp_roots)
+    server.serve()
 
 
-def _supervise(pid: int, life_fd: int, pidfd: int = -1) -> int:
+def _supervise(pid: int, life_fd: int) -> int:
     """Wait for the process `pid`; kill it if the parent goes away (`life_fd` ends or closes).
     Returns the exit code to report: its own, or 128 + the signal that killed it."""
-    if pidfd < 0:
-        try:
-            pidfd = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            pidfd = -1
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
     poller = select.poll()
     poller.register(life_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     if pidfd >= 0:

@@ -33,7 +33,6 @@ import atexit
 import fcntl
 import json
 import logging
-import math
 import os
 import select
 import shutil
@@ -176,6 +175,7 @@ class _Options:
     nofile: int
     spawn_timeout_s: float
     preload: tuple[str, ...]
+    spare_children: int
 
 
 _NAMESPACED = ("namespaces", "userns")
@@ -192,6 +192,7 @@ class _Zygote:
         self.proc: subprocess.Popen | None = None
         self.pid, self.pidfd, self.ctl, self.life_w = 0, -1, -1, -1
         self.lock = threading.Lock()  # one fork request and its reply at a time
+        self.child_private_kib: int | None = None  # its first child's own pages (see `_Child._account`)
         self.seq = 0
         try:
             self._start()
@@ -210,6 +211,8 @@ class _Zygote:
         cfg = {"owner": self.owner, "mode": self.mode, "life_fd": life_r, "ctl_fd": theirs,
                "memory_mb": opts.memory_mb, "cpu_s": opts.cpu_time_s, "tmp_mb": opts.tmp_mb,
                "fsize_mb": opts.fsize_mb, "nofile": opts.nofile, "preload": list(opts.preload),
+               # spares only where a child needs nothing from the parent (its /tmp is its own tmpfs)
+               "spares": opts.spare_children if self.mode in _NAMESPACED else 0,
                "sys_path": [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
@@ -249,7 +252,7 @@ class _Zygote:
             return None
 
     def fork(self, tmp_dir: str | None, deadline: float) -> list[int]:
-        """A new child supervisor: [request pipe, response pipe, its control socket, its pidfd]."""
+        """A new child: [request pipe, response pipe, its control socket, its pidfd]."""
         with self.lock:
             if self.closed:
                 raise _SpawnError("the zygote is gone")
@@ -273,6 +276,25 @@ class _Zygote:
 
     def pids(self) -> list[int]:
         return [p for p in (self.proc.pid if self.proc else 0, self.pid) if p]
+
+    def spare_pids(self) -> list[int]:
+        """Process ids of the children the zygote forked ahead of demand (not handed out yet)."""
+        with self.lock:
+            if self.closed:
+                return []
+            self.seq += 1
+            try:
+                proto.send_message(self.ctl, {"op": "stock", "id": self.seq})
+                msg, fds = proto.recv_message(self.ctl, max(self.opts.spare_children, 1),
+                                              time.monotonic() + self.opts.spawn_timeout_s)
+            except (OSError, proto.FrameTimeout, proto.ProtocolError):
+                self.kill()  # as in `fork`: a late reply would answer the next request
+                return []
+        pids = [_pidfd_pid(fd) for fd in fds]
+        _close(*fds)
+        if msg is None or msg.get("op") != "stock" or msg.get("id") != self.seq:
+            return []
+        return [p for p in pids if p]
 
     def kill(self) -> None:
         """Kill the zygote (PID 1 of the pool's namespaces: every child dies with it) and its supervisor."""
@@ -300,18 +322,19 @@ class _Zygote:
 
 
 class _Child:
-    """One warm child (and its supervisor), forked by the zygote, bound to one source once loaded."""
+    """One warm child, forked (and supervised) by the zygote, bound to one source once loaded."""
 
     def __init__(self, zygote: _Zygote):
-        self.opts = zygote.opts
+        self.opts, self.zygote = zygote.opts, zygote
         self.source: str | None = None
         self.details: dict = {}
         self.closed = False
         self.seq = 0
         self.calls = 0
         self.tmp_dir: str | None = None
-        self.pid = self.sup_pid = 0
-        self.req_w = self.resp_r = self.ctl = self.pidfd = self.sup_pidfd = -1
+        self.pid = 0
+        self.started = False  # its hello has come
+        self.req_w = self.resp_r = self.ctl = self.pidfd = -1
         self.memory_kib = 0  # what this child holds alone (see `_account`)
         self.counted_kib = 0  # the part of it the pool has counted
         self._private0 = self._rss0 = 0
@@ -329,27 +352,21 @@ class _Child:
             self.tmp_dir = tempfile.mkdtemp(prefix="aac-sandbox-")
             if os.geteuid() == 0:
                 os.chown(self.tmp_dir, NOBODY, NOBODY)
-        self.req_w, self.resp_r, self.ctl, self.sup_pidfd = zygote.fork(
+        self.req_w, self.resp_r, self.ctl, self.pidfd = zygote.fork(
             self.tmp_dir, time.monotonic() + self.opts.spawn_timeout_s)
-        self.sup_pid = _pidfd_pid(self.sup_pidfd)
+        self.pid = _pidfd_pid(self.pidfd)
+        self._exited = select.poll()
+        self._exited.register(self.pidfd, select.POLLIN)
         os.set_blocking(self.req_w, False)
         self.reader = proto.FrameReader(self.resp_r)
 
     def ready(self) -> None:
-        """Wait until the child runs: its pidfd from the supervisor, then its hello. The first
-        requests may be written before (they wait in the pipe while it sets itself up)."""
-        if self.pidfd >= 0:
+        """Wait until the child runs (its hello). The first requests may be written before (they
+        wait in the pipe while it sets itself up)."""
+        if self.started:
             return
         deadline = time.monotonic() + self.opts.spawn_timeout_s
         try:
-            msg, fds = proto.recv_message(self.ctl, 1, deadline)
-            if msg is None or msg.get("op") != "spawned" or len(fds) != 1:
-                _close(*fds)
-                raise _SpawnError(str((msg or {}).get("error") or f"child supervisor failed: {str(msg)[:200]}")[:500])
-            self.pidfd = fds[0]
-            self.pid = _pidfd_pid(self.pidfd)
-            self._exited = select.poll()
-            self._exited.register(self.pidfd, select.POLLIN)
             msg = self.reader.read(deadline)
         except proto.FrameTimeout:
             raise _SpawnError(f"no answer within {self.opts.spawn_timeout_s} s") from None
@@ -362,6 +379,7 @@ class _Child:
         if msg.get("op") != "hello":
             raise _SpawnError(f"unexpected message {str(msg)[:200]}")
         self.details = msg.get("details") if type(msg.get("details")) is dict else {}
+        self.started = True
 
     def load(self, source: str) -> None:
         self.source = source
@@ -369,7 +387,7 @@ class _Child:
                           time.monotonic() + self.opts.spawn_timeout_s)
 
     def _exit_code(self, wait_s: float = 1.0) -> int | None:
-        """The child's exit status as its supervisor reports it (None if it does not in time)."""
+        """The child's exit status as the zygote reports it (None if it does not in time)."""
         try:
             msg, fds = proto.recv_message(self.ctl, 0, time.monotonic() + wait_s)
         except (OSError, proto.FrameTimeout, proto.ProtocolError):
@@ -379,7 +397,8 @@ class _Child:
         return code if type(code) is int else None
 
     def call(self, input_str: str, timeout_s: float, spread_list: bool) -> tuple[CallResult, bool]:
-        """Run one call; returns the result and whether this child may serve more calls."""
+        """Run one call; returns the result and whether this child may serve more calls (if not,
+        it is being killed already: `SandboxPool._release` waits for it)."""
         opts = self.opts
         self.seq += 1
         request = proto.encode_frame({
@@ -389,50 +408,55 @@ class _Child:
         deadline = start + timeout_s
         try:
             proto.write_frame(self.req_w, request, deadline)
-            if self.pidfd < 0:  # a fresh child: its start overlaps the writes
+            if not self.started:  # a fresh child: its start overlaps the writes
                 try:
                     self.ready()
                 except _SpawnError as exc:
-                    self.kill()
+                    self.terminate()
                     return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0), False
                 start = time.monotonic()
                 deadline = start + timeout_s
             resp = self.reader.read(deadline)
         except proto.FrameTimeout:
-            self.kill()
+            self.terminate()
             return _error_result(f"TimeoutError: call exceeded {float(timeout_s)} s", time.monotonic() - start), False
         except proto.ProtocolError as exc:
-            self.kill()
+            self.terminate()
             return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
         except OSError:  # a broken pipe: the child is gone
             resp = None
         if resp is None:
             reason = _describe_exit(self._exit_code())
-            self.kill()
+            self.terminate()
             return _error_result(f"SandboxError: the worker {reason} during the call",
                                  time.monotonic() - start), False
         try:
             result, retire = self._result(resp, time.monotonic() - start)
         except (KeyError, TypeError, ValueError) as exc:
-            self.kill()
+            self.terminate()
             return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
         if retire or self.reader.buf:  # leftover bytes: something else wrote to the pipe
-            self.kill()
+            self.terminate()
             return result, False
         self._account(resp.get("rss"))
         return result, True
 
     def _account(self, rss_kib: Any) -> None:
-        """Update `memory_kib`: the private pages measured after the first call, plus the growth
-        of the peak RSS the child reports with every reply since then (cheap, and never less)."""
+        """Update `memory_kib`: the private pages of the zygote's first child after its first call
+        (children of one zygote start alike; reading smaps_rollup costs ~0.6 ms a child), plus
+        the growth of the peak RSS this child reports with every reply since its first (cheap, and
+        never less). What that misses, shared pages a child copies without growing, is bounded
+        by the zygote's own memory (~10 MiB)."""
         if type(rss_kib) is not int or rss_kib < 0:
             return
         self.calls += 1
         if self.calls == 1:
-            private = _private_kib(self.pid) if self.pid else None
-            self._private0, self._rss0 = (private if private is not None else rss_kib), rss_kib
+            if self.zygote.child_private_kib is None:
+                private = _private_kib(self.pid) if self.pid else None
+                self.zygote.child_private_kib = private if private is not None else rss_kib
+            self._private0, self._rss0 = self.zygote.child_private_kib, rss_kib
         self.memory_kib = self._private0 + max(rss_kib - self._rss0, 0)
 
     def _result(self, resp: dict, elapsed: float) -> tuple[CallResult, bool]:
@@ -458,44 +482,35 @@ class _Child:
                           output_repr=text[: self.opts.max_output_chars], normalized=resp["norm"]), retire
 
     def alive(self) -> bool:
-        return not self.closed and (self.pidfd < 0 or not self._exited.poll(0))
+        return not self.closed and self.pidfd >= 0 and not self._exited.poll(0)
 
     def pids(self) -> list[int]:
-        return [p for p in (self.sup_pid, self.pid) if p]
+        return [self.pid] if self.pid else []
 
     def terminate(self) -> None:
-        """Start killing the child and its supervisor (see `kill`)."""
+        """Start killing the child (see `kill`)."""
         if self.closed:
             return
         self.closed = True
         _signal_pidfd(self.pidfd)
-        if self.pidfd >= 0:  # else the supervisor, seeing its socket close, kills the child it may be starting
-            _signal_pidfd(self.sup_pidfd)
         _close(self.req_w, self.resp_r, self.ctl)
 
     def kill(self) -> None:
-        """Kill the child and its supervisor, wait until both are gone, remove the private temp dir."""
+        """Kill the child, wait until it is gone, remove the private temp dir."""
         if self.pidfd == -2:
             return
         self.terminate()
-        pidfds = [fd for fd in (self.pidfd, self.sup_pidfd) if fd >= 0]
-        poller = select.poll()
-        for fd in pidfds:
-            poller.register(fd, select.POLLIN)
-        deadline = time.monotonic() + 2.0
-        while pidfds and time.monotonic() < deadline:
-            for fd, _ in poller.poll(max(1, math.ceil((deadline - time.monotonic()) * 1000))):
-                poller.unregister(fd)
-                pidfds.remove(fd)
-        _close(self.pidfd, self.sup_pidfd)
-        self.pidfd = self.sup_pidfd = -2  # done
+        if self.pidfd >= 0:
+            self._exited.poll(2000)
+        _close(self.pidfd)
+        self.pidfd = -2  # done
         if self.tmp_dir:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
     def forget(self) -> None:
         """In a forked copy of the parent: drop the fds, leave the processes alone."""
         self.closed = True
-        _close(self.req_w, self.resp_r, self.ctl, self.pidfd, self.sup_pidfd)
+        _close(self.req_w, self.resp_r, self.ctl, self.pidfd)
 
 
 _AUTO_MODE: dict[int, str] = {}  # euid -> the mode auto-detection found, per process
@@ -522,6 +537,8 @@ class SandboxPool:
     memory the warm children hold alone (private pages, then their peak RSS growth).
     `memory_mb`: address-space limit per child. `cpu_time_s`: CPU seconds one call may use
     (RLIMIT_CPU, besides the wall timeout). `preload`: modules the zygote imports for its children.
+    `spare_children`: children the zygote keeps forked and isolated ahead of demand (namespace
+    modes; ~2 MiB each, not counted in `warm_memory_mb`), so a new source waits for neither.
     `isolation`: "auto" (the strongest available) or one of `MODES`, then required.
     """
 
@@ -529,7 +546,7 @@ class SandboxPool:
                  max_output_chars: int = 2000, max_input_chars: int = 10000, max_input_depth: int = 50,
                  max_warm: int | None = None, warm_memory_mb: int = 2048, tmp_mb: int = 64, fsize_mb: int = 16,
                  nofile: int = 256, isolation: str = "auto", spawn_timeout_s: float = 30.0,
-                 preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD):
+                 preload: tuple[str, ...] | list[str] = DEFAULT_PRELOAD, spare_children: int = 2):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if isolation != "auto" and isolation not in MODES:
@@ -540,6 +557,8 @@ class SandboxPool:
             raise ValueError(f"max_warm must be >= 1 or None, got {max_warm}")
         if warm_memory_mb < 1:
             raise ValueError(f"warm_memory_mb must be >= 1, got {warm_memory_mb}")
+        if type(spare_children) is not int or spare_children < 0:
+            raise ValueError(f"spare_children must be an int >= 0, got {spare_children!r}")
         self.workers = workers
         self.max_warm = max_warm
         self.warm_memory_mb = warm_memory_mb
@@ -547,7 +566,7 @@ class SandboxPool:
         self._opts = _Options(memory_mb=memory_mb, cpu_time_s=cpu_time_s, max_output_chars=max_output_chars,
                               max_input_chars=max_input_chars, max_input_depth=max_input_depth, tmp_mb=tmp_mb,
                               fsize_mb=fsize_mb, nofile=nofile, spawn_timeout_s=spawn_timeout_s,
-                              preload=tuple(preload))
+                              preload=tuple(preload), spare_children=spare_children)
         self._requested = isolation
         self._mode: str | None = None if isolation == "auto" else isolation
         self._details: dict = {}
@@ -572,7 +591,8 @@ class SandboxPool:
     def from_config(cls, cfg: Any, **overrides: Any) -> SandboxPool:
         """From an `aac.config.SandboxConfig` (fields it lacks keep their defaults)."""
         keys = ("workers", "memory_mb", "cpu_time_s", "max_output_chars", "max_input_chars", "max_input_depth",
-                "max_warm", "warm_memory_mb", "tmp_mb", "fsize_mb", "nofile", "isolation", "preload")
+                "max_warm", "warm_memory_mb", "tmp_mb", "fsize_mb", "nofile", "isolation", "preload",
+                "spare_children")
         kwargs = {k: getattr(cfg, k) for k in keys if getattr(cfg, k, None) is not None}
         if "preload" in kwargs:
             kwargs["preload"] = tuple(kwargs["preload"])
@@ -603,7 +623,7 @@ class SandboxPool:
     def isolation(self) -> str:
         """The isolation mode children run under (starts the zygote and a child if none ran yet)."""
         if self._mode is None or not self._details:
-            self._release(self._acquire(None), True)
+            self._release(*self._acquire(None), True)
         return self._mode
 
     @property
@@ -621,10 +641,13 @@ class SandboxPool:
                     "warm_limit": self.warm_limit}
 
     def live_pids(self) -> list[int]:
-        """Process ids of this pool's live processes: zygote, children and their supervisors."""
+        """Process ids of this pool's live processes: the zygote's supervisor and the zygote, the
+        children, then the zygote's spares."""
         with self._cond:
-            zygote = [pid for z in self._zygote for pid in z.pids() if z.alive()]
-            return zygote + [pid for w in self._all for pid in w.pids()]
+            zygotes = [z for z in self._zygote if z.alive()]
+            children = [pid for w in self._all for pid in w.pids()]
+        return ([pid for z in zygotes for pid in z.pids()] + children
+                + [pid for z in zygotes for pid in z.spare_pids()])
 
     def call(self, source: str, input_str: str, *, timeout_s: float = 10.0, spread_list: bool = True) -> CallResult:
         """Call `test_func` of `source` on the arguments `input_str` stands for (docs/method.md §3)."""
@@ -639,14 +662,14 @@ class SandboxPool:
             return _error_result(f"InputParseError: input has {len(input_str)} characters, more than the limit "
                                  f"of {self._opts.max_input_chars}", 0.0)
         try:
-            child = self._acquire(source)
+            child, evicted = self._acquire(source)
         except _SpawnError as exc:
             return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0)
         result, keep = None, False
         try:
             result, keep = child.call(input_str, timeout_s, spread_list)
         finally:
-            self._release(child, keep, result)
+            self._release(child, evicted, keep, result)
         return result
 
     def call_many(self, calls: list[tuple[str, str]], *, timeout_s: float = 10.0,
@@ -713,8 +736,10 @@ class SandboxPool:
             self._stats["evicted"] += 1
         return evict
 
-    def _acquire(self, source: str | None) -> _Child:
-        """An idle child for `source` (loading it into a fresh one if needed); waits for a slot."""
+    def _acquire(self, source: str | None) -> tuple[_Child, list[_Child]]:
+        """An idle child for `source` (loading it into a fresh one if needed), waiting for a slot;
+        and the children evicted for it, being killed: `_release` waits for them after the call,
+        so their exits (namespace teardown takes milliseconds) overlap it."""
         evict: list[_Child] = []
         with self._cond:
             while self._busy >= self.workers:
@@ -729,28 +754,26 @@ class SandboxPool:
             if child is None:
                 evict += self._shrink(1)
         for w in evict:
-            w.terminate()  # their exits overlap the new child's start; waited for below
-        try:
-            if child is None:
-                try:
-                    child = self._spawn()
-                except BaseException:
-                    with self._cond:
-                        self._busy -= 1
-                        self._cond.notify()
-                    raise
+            w.terminate()
+        if child is None:
             try:
-                if source is None:
-                    child.ready()
-                elif child.source is None:
-                    child.load(source)
-            except (OSError, proto.FrameTimeout, _SpawnError) as exc:
-                self._release(child, False)
-                raise _SpawnError(f"could not load the source: {exc}") from None
-        finally:
-            for w in evict:
-                w.kill()
-        return child
+                child = self._spawn()
+            except BaseException:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify()
+                for w in evict:
+                    w.kill()
+                raise
+        try:
+            if source is None:
+                child.ready()
+            elif child.source is None:
+                child.load(source)
+        except (OSError, proto.FrameTimeout, _SpawnError) as exc:
+            self._release(child, evict, False)
+            raise _SpawnError(f"could not load the source: {exc}") from None
+        return child, evict
 
     def _pop_idle(self, source: str | None, dead: list[_Child]) -> _Child | None:
         """The most recently used idle child for `source`; ones that died while idle go to `dead`."""
@@ -768,7 +791,7 @@ class SandboxPool:
             self._idle.pop(source, None)
         return child
 
-    def _release(self, child: _Child, keep: bool, result: CallResult | None = None) -> None:
+    def _release(self, child: _Child, evicted: list[_Child], keep: bool, result: CallResult | None = None) -> None:
         evict: list[_Child] = []
         with self._cond:
             self._busy -= 1
@@ -790,7 +813,7 @@ class SandboxPool:
             else:
                 self._forget(child)
             self._cond.notify()
-        for w in evict:
+        for w in [*evicted, *evict]:
             w.kill()
         if child is not None:
             child.kill()
