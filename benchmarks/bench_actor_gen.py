@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_critic import random_adapter  # benchmarks/ is the script's folder, so on sys.path
+
 MODES = ("adapter", "adapter_r8", "merged", "hf_peft", "hf_merged")
 GROUP = 4
 ADAPTER = "actor"
@@ -50,22 +52,6 @@ def turn4_prompts(n: int) -> list[list[dict]]:
             ep.step(reply)
         out.append(ep.prompt())
     return out
-
-
-def random_lora(model_path: str, out: Path, r: int = 8, alpha: int = 16, seed: int = 0) -> str:
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
-    peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules="all-linear"))
-    with torch.no_grad():
-        for name, param in peft_model.named_parameters():
-            if "lora_B" in name:
-                param.normal_(0.0, 0.02)
-    peft_model.save_pretrained(str(out))
-    return str(out)
 
 
 def build(mode: str, model_path: str, adapter: str, kv_cache_gb: int):
@@ -147,7 +133,7 @@ def main() -> None:
     calls = len(args.modes) * args.rounds * sum(b // GROUP for b in args.batches) * 2 + 2
     prompts = Prompts(turn4_prompts(min(calls, 64)))
     tmp = Path(tempfile.mkdtemp(prefix="bench_actor_gen_"))
-    adapter = random_lora(model_path, tmp / "lora")
+    adapter = random_adapter(model_path, tmp / "lora", r=8, alpha=16, std=0.02)  # the recipe's shape
     base, _ = build("base", model_path, adapter, args.kv_cache_gb)
     timed(base, None, prompts.batch(GROUP), 8, 0)  # warm-up
     rows, seed = [], 0

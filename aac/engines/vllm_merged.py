@@ -13,6 +13,7 @@ adapter=None is an error), so the critic and judges keep their own base engine.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -34,8 +35,16 @@ class MergedWeightsWorker:
         if not hasattr(self, "_aac_base"):
             self._aac_base = Checkpoint(self.vllm_config.model_config.model)
         deltas = adapter_deltas(adapter_path)
-        self.model_runner.reload_weights(weights_iterator=merged_checkpoint(deltas, self._aac_base),
-                                         is_checkpoint_format=True)
+        # its "Failed to load weights" warnings name layers with no checkpoint weight of their own (the
+        # rotary cache, a tied lm_head): they keep their tensors, as they should
+        quiet = logging.getLogger("vllm.model_executor.model_loader.reload.layerwise")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            self.model_runner.reload_weights(weights_iterator=merged_checkpoint(deltas, self._aac_base),
+                                             is_checkpoint_format=True)
+        finally:
+            quiet.setLevel(level)
         return len(deltas)
 
 
