@@ -12,9 +12,9 @@ Served by:
 - hf_peft:     transformers generate through the peft model (the learner's own);
 - hf_merged:   transformers generate with the LoRA merged into the weights.
 
-The base engine stays up and is timed right before each other engine on the same batch (fresh
-prompts every call: the prefix cache only shares what a group shares), so each ratio compares two
-adjacent measurements on this shared machine. Prints tok/s (generated tokens / wall) per call
+The base engine stays up and is timed next to each other engine on the same batch (before it in
+even rounds, after it in odd ones; fresh prompts every call: the prefix cache only shares what a
+group shares), so each ratio compares two adjacent measurements on this shared machine. Prints tok/s (generated tokens / wall) per call
 (median over `--rounds`) and the ratio to the base; and the merged engine's load (merge) time.
 
     python benchmarks/bench_actor_gen.py [--batches 4 16] [--tokens 48] [--rounds 2] [--modes ...]
@@ -146,11 +146,15 @@ def main() -> None:
         timed(engine, name, prompts.batch(GROUP), 8, 0)  # warm-up
         for batch in args.batches:
             ref, got, plen, gen = [], [], 0, 0
-            for _ in range(args.rounds):
+            for k in range(args.rounds):
                 seed += 1000
                 chats = prompts.batch(batch)
-                ref.append(timed(base, None, chats, args.tokens, seed)[0])
-                tps, gen, plen = timed(engine, name, chats, args.tokens, seed)
+                if k % 2:  # every other round the actor goes first: neither side always gets the quieter turn
+                    tps, gen, plen = timed(engine, name, chats, args.tokens, seed)
+                    ref.append(timed(base, None, chats, args.tokens, seed)[0])
+                else:
+                    ref.append(timed(base, None, chats, args.tokens, seed)[0])
+                    tps, gen, plen = timed(engine, name, chats, args.tokens, seed)
                 got.append(tps)
             r, g = statistics.median(ref), statistics.median(got)
             rows.append((mode, batch, plen, gen, r, g, g / r, load_s))
