@@ -7,7 +7,7 @@ collaborator.
 
 - `EngineSet`: every engine of a run, built on first use and shared per (kind, model, endpoint): the
   critic, the judge and the coder share the actor's engine (adapter off) exactly when they name the
-  same model on the same backend. Under Ray each engine lives in its own actor, which asks Ray for
+  same model on the same backend, unless `rollout.lora_mode=merged` gives the actor its own engine. Under Ray each engine lives in its own actor, which asks Ray for
   the GPUs its section names (`rollout.num_gpus`, `critic.num_gpus`).
 - `critic_engine`: the engine `critic.backend` / `critic.model` / `critic.openai` select.
 - `training_protocol` / `eval_protocol`: the protocol of training episodes and of held-out ones.
@@ -63,7 +63,9 @@ class EngineSet:
         """The engine serving `model` on backend `kind` (an endpoint: `openai`, default `rollout.openai`)."""
         explicit = openai is not None
         openai = openai if explicit else self.rollout.openai
-        key = self._key(kind, model, openai)
+        # rollout.lora_mode=merged: the adapter lives in its own engine's weights, apart from the base's
+        merged = kind == "vllm" and lora_rank is not None and self.rollout.lora_mode == "merged"
+        key = self._key(kind, model, openai) + (("merged",) if merged else ())
         if key in self._made:
             return self._made[key]
         model_cfg = self.model if model == self.model.name else ModelConfig(
@@ -76,7 +78,8 @@ class EngineSet:
             overrides["enable_lora"] = lora_rank is not None
             if lora_rank is not None:
                 overrides["max_lora_rank"] = max(self.rollout.max_lora_rank, lora_rank)
-        log.info("engine: %s serving %s%s", kind, model, f" on {num_gpus:g} GPU(s)" if num_gpus else "")
+        log.info("engine: %s serving %s%s%s", kind, model, " with the LoRA merged" if merged else "",
+                 f" on {num_gpus:g} GPU(s)" if num_gpus else "")
         if self.use_ray:
             from aac.engines.remote import EngineHost, RemoteEngine
 

@@ -38,6 +38,7 @@ CriticKind = _choice("CriticKind", "llm", "scripted")
 CriticScoring = _choice("CriticScoring", "generate", "logprob")
 Informativeness = _choice("Informativeness", "judge", "coverage")
 EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
+LoRAMode = _choice("LoRAMode", "adapter", "merged")
 Schedule = _choice("Schedule", "aac_potential", "aac", "final", "sym_info", "no_informativeness")
 Advantage = _choice("Advantage", "final", "episode", "turn")
 Placement = _choice("Placement", "ray", "local")
@@ -189,6 +190,11 @@ class RolloutConfig:
     # base-only batches (critic, judge) with LoRA off instead of the identity adapter; None: on for
     # the vLLM CPU build (its LoRA ops cost every token of a LoRA batch ~5x), off on GPU
     plain_base_batches: Optional[bool] = None
+    # how a vLLM engine serves the actor's LoRA: adapter (vLLM LoRA, one engine for actor and critic;
+    # adapter-only sync) | merged (a second engine with LoRA off whose weights are base + LoRA, merged
+    # in place at each sync; the critic keeps the base engine). The CPU build's LoRA ops make
+    # adapter generation ~10x slower than the base model's (benchmarks/RESULTS.md, Actor generation)
+    lora_mode: LoRAMode = LoRAMode.adapter
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
 
 
@@ -375,6 +381,8 @@ def validate(cfg: Any) -> None:
         bad = {k: v for k, v in budgets.items() if k not in PHASES or v is None or v <= 0}
         if bad:
             raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASES)} with budgets > 0")
+    if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
+        raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

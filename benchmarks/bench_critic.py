@@ -62,18 +62,19 @@ def actor_prompt(inst, observations) -> list[dict]:
                                         "and what do you expect?"}]
 
 
-def random_adapter(model_path: str, out: Path) -> str:
+def random_adapter(model_path: str, out: Path, r: int = 16, alpha: int = 16, std: float = 0.01) -> str:
+    """A peft LoRA on every linear layer with random B (B = 0 would leave the outputs unchanged)."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32),
-                           LoraConfig(r=16, lora_alpha=16, target_modules="all-linear"))
+                           LoraConfig(r=r, lora_alpha=alpha, target_modules="all-linear"))
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
-                p.normal_(0.0, 0.01)
+                p.normal_(0.0, std)
     model.save_pretrained(str(out))
     return str(out)
 

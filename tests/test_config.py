@@ -47,6 +47,13 @@ def test_validate_rejects_unknown_choice():
         compose("+recipe=tiny", "rewards.advantage=bogus")
 
 
+def test_lora_mode_merged_is_the_cpu_default_and_needs_vllm():
+    assert compose("+recipe=smollm2_cpu").rollout.lora_mode == "merged"
+    assert compose("+recipe=qwen3_8b").rollout.lora_mode == "adapter"  # GPUs keep vLLM LoRA (adapter-only sync)
+    with pytest.raises(ConfigError, match="rollout.lora_mode=merged needs rollout.engine=vllm"):
+        compose("+recipe=tiny", "rollout.lora_mode=merged")
+
+
 def _one_line_error(result, *needles):
     assert result.returncode != 0
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]

@@ -10,11 +10,16 @@ from aac.engines.base import Engine
 
 def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model_len: int = 2048,
                 chat_template_kwargs: Optional[dict] = None, enable_lora: bool = True, max_lora_rank: int = 16,
-                max_loras: int = 2, seed: int = 0, **backend_kwargs: Any) -> Engine:
+                max_loras: int = 2, seed: int = 0, lora_mode: str = "adapter", **backend_kwargs: Any) -> Engine:
     """Build an engine. `backend_kwargs` go to the backend's constructor (e.g. `kv_cache_gb` for vllm,
-    `openai=OpenAIConfig(...)` for openai)."""
+    `openai=OpenAIConfig(...)` for openai). `lora_mode="merged"` with vllm and LoRA on: the engine
+    serves one adapter merged into its weights (aac/engines/vllm_merged.py)."""
     common = dict(dtype=dtype, max_model_len=max_model_len, chat_template_kwargs=chat_template_kwargs,
                   enable_lora=enable_lora, max_lora_rank=max_lora_rank, max_loras=max_loras, seed=seed)
+    if kind == "vllm" and enable_lora and lora_mode == "merged":
+        from aac.engines.vllm_merged import MergedVLLMEngine
+
+        return MergedVLLMEngine(model_path, **common, **backend_kwargs)
     if kind == "vllm":
         from aac.engines.vllm_engine import VLLMEngine
 
@@ -43,7 +48,7 @@ def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overri
         kwargs.update(kv_cache_gb=rollout_cfg.kv_cache_gb, enforce_eager=rollout_cfg.enforce_eager,
                       gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
                       # requested RolloutConfig field; None = on for the CPU build (vllm_engine.py)
-                      plain_base_batches=rollout_cfg.plain_base_batches)
+                      plain_base_batches=rollout_cfg.plain_base_batches, lora_mode=rollout_cfg.lora_mode)
     elif kind == "openai":
         kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
     kwargs.update(overrides)
