@@ -46,6 +46,49 @@ def experiment_overrides(data: Path, *, k: int, lr: float, group_size: int, func
             f"max_steps={steps}", "save_every=1000", "check_sync=false", "rollout.placement=local"]
 
 
+def reflect_probes(batch, k_reached: bool) -> list[tuple[list[int], list[int]]]:
+    """The batch's reflect turns whose episode had (`k_reached`) or had not reached K informative
+    calls, as (prompt ids, reply ids). With the scripted critic a reflect turn's hypothesis score
+    is 1.0 exactly when n >= K."""
+    return [(t.prompt_ids, t.token_ids) for ep in batch.episodes for t in ep.turns
+            if t.phase == "reflect" and t.score is not None and (t.score == 1.0) == k_reached]
+
+
+def yes_probability(model, matchers, prompt_ids: list[int], reply_ids: list[int], prune: float = 1e-4) -> float:
+    """P(Decision: YES) under `model` decoding inside the reflect grammar as the engine does
+    (`matchers`: a MatcherCache; masked softmax at temperature 1). The reply's own tokens up to
+    "Decision: " are kept, and the mass of every tokenization of the decision after them is summed
+    (branches under `prune` dropped). Deterministic: no sampling noise."""
+    import torch
+
+    from aac.env.grammar import turn_grammar
+    from aac.env.protocol import Phase
+
+    matcher = matchers.get(turn_grammar(Phase.REFLECT, 1))  # the arity only shapes the input grammar
+    texts = matchers.token_texts
+    head, cut = "", 0
+    for tok in reply_ids:  # the longest run of the reply's tokens that stays inside "Decision: "
+        if not texts[tok] or not "Decision: ".startswith(head + texts[tok]):
+            break
+        head, cut = head + texts[tok], cut + 1
+    yes, no = "Decision: YES", "Decision: NO"
+
+    def mass(ids: list[int], text: str, weight: float) -> float:
+        allowed = matcher.allowed(matcher.step_text(matcher.start, text))
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, -1]
+        total = 0.0
+        for tok, p in zip(allowed, torch.softmax(logits[allowed].float(), 0).tolist()):
+            nxt = text + texts[tok]
+            if nxt.startswith(yes):
+                total += p
+            elif not nxt.startswith(no) and p * weight > prune:
+                total += p * mass(ids + [tok], nxt, p * weight)
+        return total
+
+    return mass(list(prompt_ids) + list(reply_ids[:cut]), head, 1.0)
+
+
 def run_one(overrides: list[str], out: Path) -> list[dict]:
     from aac.config import compose
     from aac.metrics import read
