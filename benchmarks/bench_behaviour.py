@@ -9,10 +9,13 @@ The `tiny` recipe (random ~150K-parameter Qwen3, HF engine, torch learner) with
 - synthetic branching functions (aac/data/branches.py), where K informative calls are reachable.
 Two objectives, same seeds, same steps: the default `rewards.schedule=aac_potential` and the paper's
 table `rewards=aac` (summed into the `turn` estimator's episode term: the old default). Logged per
-step: concluded %, premature stops, timeouts, queries, informative calls before a stop, format
-errors, reward. Writes `behaviour.json` and `behaviour.png` (mean and min-max over seeds) to --out.
+step: concluded %, premature stops, timeouts, queries, informative calls before a stop, the sampled
+YES rate at reflect turns after / before the K-th informative call, the learner's P(YES) on fixed
+probes (the first batch's reflect turns at n >= K, computed exactly: no sampling noise), format
+errors. Runs go to a process pool. Writes `behaviour.json` and `behaviour.png` (mean and min-max
+over seeds) to --out.
 
-    python benchmarks/bench_behaviour.py --steps 12 --seeds 3 --out runs/behaviour
+    python benchmarks/bench_behaviour.py --steps 10 --seeds 3 --group-size 16 --functions 1 --jobs 3 --out runs/behaviour
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import multiprocessing
 import time
 from pathlib import Path
 
@@ -32,9 +36,12 @@ METRICS = {  # what is plotted and tabled: metric key -> label
     "episode/timed_out_pct": "timeouts %",
     "episode/queries_mean": "queries / episode",
     "episode/informativeness_at_stop_mean": "informative calls before a stop",
+    "decision/yes_at_k_pct": "YES % at reflects with n >= K",
+    "decision/yes_before_k_pct": "YES % at reflects with n < K",
+    "probe/p_yes_at_k": "P(YES | n >= K), fixed probes",
     "format_errors": "format errors / episode",
-    "reward/episode_total_mean": "episode reward",
 }
+PROBES = 12  # reflect turns of the first batch whose P(YES) is followed
 
 
 def experiment_overrides(data: Path, *, k: int, lr: float, group_size: int, functions: int, turns: int,
@@ -46,18 +53,95 @@ def experiment_overrides(data: Path, *, k: int, lr: float, group_size: int, func
             f"max_steps={steps}", "save_every=1000", "check_sync=false", "rollout.placement=local"]
 
 
-def run_one(overrides: list[str], out: Path) -> list[dict]:
+def reflect_probes(batch, k_reached: bool) -> list[tuple[list[int], list[int]]]:
+    """The batch's reflect turns whose episode had (`k_reached`) or had not reached K informative
+    calls, as (prompt ids, reply ids). With the scripted critic a reflect turn's hypothesis score
+    is 1.0 exactly when n >= K."""
+    return [(t.prompt_ids, t.token_ids) for ep in batch.episodes for t in ep.turns
+            if t.phase == "reflect" and t.score is not None and (t.score == 1.0) == k_reached]
+
+
+def yes_probability(model, matchers, prompt_ids: list[int], reply_ids: list[int], prune: float = 1e-4) -> float:
+    """P(Decision: YES) under `model` decoding inside the reflect grammar as the engine does
+    (`matchers`: a MatcherCache; masked softmax at temperature 1). The reply's own tokens up to
+    "Decision: " are kept, and the mass of every tokenization of the decision after them is summed
+    (branches under `prune` dropped). Deterministic: no sampling noise."""
+    import torch
+
+    from aac.env.grammar import turn_grammar
+    from aac.env.protocol import Phase
+
+    matcher = matchers.get(turn_grammar(Phase.REFLECT, 1))  # the arity only shapes the input grammar
+    texts = matchers.token_texts
+    head, cut = "", 0
+    for tok in reply_ids:  # the longest run of the reply's tokens that stays inside "Decision: "
+        if not texts[tok] or not "Decision: ".startswith(head + texts[tok]):
+            break
+        head, cut = head + texts[tok], cut + 1
+    yes, no = "Decision: YES", "Decision: NO"
+
+    def mass(ids: list[int], text: str, weight: float) -> float:
+        allowed = matcher.allowed(matcher.step_text(matcher.start, text))
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, -1]
+        total = 0.0
+        for tok, p in zip(allowed, torch.softmax(logits[allowed].float(), 0).tolist()):
+            nxt = text + texts[tok]
+            if nxt.startswith(yes):
+                total += p
+            elif not nxt.startswith(no) and p * weight > prune:
+                total += p * mass(ids + [tok], nxt, p * weight)
+        return total
+
+    return mass(list(prompt_ids) + list(reply_ids[:cut]), head, 1.0)
+
+
+def run_one(job: tuple[list[str], Path]) -> list[dict]:
+    """One training run; per step also the YES rates by n >= K, and P(YES | n >= K) on the first
+    batch's reflect turns under the weights after each update (`yes_probability`: no sampling noise)."""
+    overrides, out = job
+    import torch
+
+    torch.set_num_threads(1)  # a 150K-parameter model: threads only add overhead
     from aac.config import compose
+    from aac.engines.constrained import MatcherCache
     from aac.metrics import read
     from aac.train import Trainer
 
-    trainer = Trainer(compose("+recipe=tiny", *overrides), out)
+    class BehaviourTrainer(Trainer):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.probes, self.extra = None, []
+
+        def rollout(self, *args, **kwargs):
+            self.last = super().rollout(*args, **kwargs)
+            return self.last
+
+        def train_step(self):
+            m = super().train_step()
+            tok = self.engine.tokenizer
+            row = {}
+            for key, reached in (("decision/yes_at_k_pct", True), ("decision/yes_before_k_pct", False)):
+                said = ["YES" in tok.decode(reply) for _, reply in reflect_probes(self.last, k_reached=reached)]
+                row[key] = 100 * float(np.mean(said)) if said else None
+            if self.probes is None:
+                self.probes = reflect_probes(self.last, k_reached=True)[:PROBES]
+                self.matchers = MatcherCache(tok, self.engine.eos_ids)
+            policy = self.learner.actor.policy
+            policy.eval()
+            row["probe/p_yes_at_k"] = float(np.mean([yes_probability(policy, self.matchers, *p) for p in self.probes]))
+            self.extra.append(row)
+            return m
+
+    trainer = BehaviourTrainer(compose("+recipe=tiny", *overrides), out)
     try:
         trainer.run()
     finally:
         trainer.close()
     rows = read(out / "metrics.jsonl")
-    for r in rows:  # format errors per episode: parse failures summed over the phases
+    for r, extra in zip(rows, trainer.extra):
+        r.update(extra)
+        # format errors per episode: parse failures summed over the phases
         r["format_errors"] = sum(r.get(f"parse_fail/{p}_rate") or 0.0 for p in ("reasoning", "input", "reflect"))
     return rows
 
@@ -68,7 +152,7 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    fig, axes = plt.subplots(3, 3, figsize=(14, 10))
     for ax, (key, label) in zip(axes.flat, METRICS.items()):
         for name, runs in results.items():
             curves = np.array([[np.nan if r.get(key) is None else r[key] for r in rows] for rows in runs.values()])
@@ -77,52 +161,53 @@ def plot(results: dict, path: Path) -> None:
             ax.fill_between(x, np.nanmin(curves, 0), np.nanmax(curves, 0), color=line.get_color(), alpha=0.2)
         ax.set_title(label)
         ax.set_xlabel("step")
-    axes.flat[-1].axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 
 
+def _last(rows: list[dict], key: str, n: int = 3) -> float:
+    vals = [r[key] for r in rows[-n:] if r.get(key) is not None]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--k", type=int, default=2, help="informative calls that pass the stop threshold")
-    ap.add_argument("--lr", type=float, default=5e-2)
-    ap.add_argument("--group-size", type=int, default=4)
-    ap.add_argument("--functions", type=int, default=1, help="functions per step")
+    ap.add_argument("--k", type=int, default=1, help="informative calls that pass the stop threshold")
+    ap.add_argument("--lr", type=float, default=3e-2)
+    ap.add_argument("--group-size", type=int, default=16)
+    ap.add_argument("--functions", type=int, default=2, help="functions per step")
     ap.add_argument("--turns", type=int, default=18, help="env.max_steps (T_max)")
+    ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one process each)")
     ap.add_argument("--out", type=Path, default=Path("runs/behaviour"))
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    import torch
-
-    torch.set_num_threads(1)  # a 150K-parameter model: threads only add overhead
     from aac.data.branches import write_branch_rows
 
     data = write_branch_rows(args.out / "branches.jsonl")
     common = experiment_overrides(data, k=args.k, lr=args.lr, group_size=args.group_size,
                                   functions=args.functions, turns=args.turns, steps=args.steps)
-    results: dict[str, dict[int, list[dict]]] = {}
+    jobs = [(name, seed) for name in SCHEDULES for seed in range(args.seeds)]
     started = time.perf_counter()
-    for name, schedule in SCHEDULES.items():
-        results[name] = {}
-        for seed in range(args.seeds):
-            t0 = time.perf_counter()
-            tag = name.split()[0]
-            rows = run_one([*common, *schedule, f"seed={seed}"], args.out / f"{tag}_seed{seed}")
-            results[name][seed] = rows
-            print(f"{name:32s} seed {seed}: {time.perf_counter() - t0:.0f}s  " + "  ".join(
-                f"{lbl.split()[0]} {rows[0][k] or 0:.2f}->{np.mean([r[k] or 0 for r in rows[-3:]]):.2f}"
-                for k, lbl in METRICS.items()), flush=True)
-    print(f"total {time.perf_counter() - started:.0f}s")
-    print("\nmean over seeds, first step -> mean of the last 3 steps:")
-    for name, runs in results.items():
-        print(f"  {name}")
-        for key, label in METRICS.items():
-            first = np.mean([rows[0][key] or 0 for rows in runs.values()])
-            last = np.mean([np.mean([r[key] or 0 for r in rows[-3:]]) for rows in runs.values()])
-            print(f"    {label:34s} {first:7.2f} -> {last:7.2f}")
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        done = pool.map(run_one, [([*common, *SCHEDULES[name], f"seed={seed}"],
+                                   args.out / f"{name.split()[0]}_seed{seed}") for name, seed in jobs], chunksize=1)
+    results: dict[str, dict[int, list[dict]]] = {}
+    for (name, seed), rows in zip(jobs, done):
+        results.setdefault(name, {})[seed] = rows
+    print(f"total {time.perf_counter() - started:.0f}s; per seed, first step -> mean of the last 3 steps")
+    for key, label in METRICS.items():
+        print(f"  {label}")
+        spans = {}
+        for name, runs in results.items():
+            last = [_last(rows, key) for rows in runs.values()]
+            spans[name] = (min(last), max(last))
+            print(f"    {name:32s} " + "  ".join(f"{_last(rows[:1], key, 1):6.2f} -> {v:6.2f}"
+                                                  for rows, v in zip(runs.values(), last)))
+        (lo_a, hi_a), (lo_b, hi_b) = spans.values()
+        print(f"    seed ranges {'separate' if hi_a < lo_b or hi_b < lo_a else 'overlap'}")
     (args.out / "behaviour.json").write_text(json.dumps(
         {name: {seed: [{k: r.get(k) for k in METRICS} for r in rows] for seed, rows in runs.items()}
          for name, runs in results.items()}, indent=1))
