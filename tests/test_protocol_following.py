@@ -152,7 +152,7 @@ def test_per_phase_budgets_reach_each_turns_request():
 def test_settings_flow_from_config_to_sampling_eval_identity_and_sft_replay():
     from aac.eval.harness import run_identity
 
-    cfg = compose("+recipe=smollm2_cpu", "env.prompt_style=compact", "env.answer_cues=true",
+    cfg = compose("env.prompt_style=compact", "env.answer_cues=true", "rollout.max_tokens_per_turn=48",
                   "+rollout.max_tokens_per_phase={input:24}", "+eval.max_tokens_per_phase={reflect:64}")
     spec = SamplingSpec.from_config(cfg.rollout, cfg.rollout.top_p)
     assert spec.for_turn(0, 0, 1, "input").max_tokens == 24 and spec.for_turn(0, 0, 2, "reflect").max_tokens == 48
@@ -175,3 +175,9 @@ def test_bad_settings_are_refused_in_one_line():
         SamplingSpec(1.0, 1.0, 8, max_tokens_per_phase={"input": 0})
     with pytest.raises(ValueError, match="prompt_style"):
         ProtocolConfig(prompt_style="chatty")
+
+
+def test_the_demo_recipe_plays_compact_prompts_with_cues_and_short_input_turns():
+    cfg = compose("+recipe=smollm2_cpu")
+    assert (cfg.env.prompt_style, cfg.env.answer_cues) == ("compact", True)
+    assert cfg.rollout.max_tokens_per_phase == {"input": 24} and cfg.eval.max_tokens_per_phase == {"input": 24}
