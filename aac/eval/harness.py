@@ -69,8 +69,10 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
 def _protocol_identity(cfg: Any) -> dict:
     """The prompt style, answer cues and per-phase budgets, where they leave the paper's defaults
     (older run folders, which played those, keep their identity)."""
+    from aac.rollout.driver import phase_budgets
+
     chosen = {"prompt_style": str(cfg.env.prompt_style), "answer_cues": bool(cfg.env.answer_cues),
-              "max_tokens_per_phase": {str(k): int(v) for k, v in cfg.eval.max_tokens_per_phase.items()}}
+              "max_tokens_per_phase": phase_budgets(cfg.eval)}
     return {k: v for k, v in chosen.items() if v != PAPER_PROTOCOL[k]}
 
 
@@ -88,7 +90,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     from aac.env.protocol import sandbox_caller
     from aac.env.teacher import teacher_prompts
     from aac.eval.runner import ActorSpec, run_in_context, run_interactive
-    from aac.rollout.driver import EpisodeSpec
+    from aac.rollout.driver import EpisodeSpec, phase_budgets
 
     e = cfg.eval
     path = run_dir / records.EPISODES
@@ -104,8 +106,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     if adapter is not None:
         engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
-                      cfg.rollout.top_p, teacher_prompts(e.teacher),
-                      {str(k): int(v) for k, v in e.max_tokens_per_phase.items()})
+                      cfg.rollout.top_p, teacher_prompts(e.teacher), phase_budgets(e))
     teacher = {} if e.teacher == "none" else {"teacher": str(e.teacher)}  # marks a teacher's episodes
     t0 = time.perf_counter()
     with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress) as advance:

@@ -36,6 +36,11 @@ def turn_seed(seed: int, key: int, turn: int) -> int:
     return ((seed * 1_000_003 + key) * MAX_TURNS + turn) % 2**63
 
 
+def phase_budgets(section: Any) -> dict[str, int]:
+    """`section.max_tokens_per_phase` (`rollout.*` or `eval.*`) as a plain dict ({} when unset)."""
+    return {str(k): int(v) for k, v in (getattr(section, "max_tokens_per_phase", None) or {}).items()}
+
+
 @dataclass(frozen=True)
 class SamplingSpec:
     """How the actor samples: temperature 0 is greedy (and then top_p and seeds do not apply).
@@ -59,8 +64,7 @@ class SamplingSpec:
     @classmethod
     def from_config(cls, section: Any, top_p: float, logprobs: bool = False) -> SamplingSpec:
         """From `rollout.*` or `eval.*`: temperature, max_tokens_per_turn, max_tokens_per_phase."""
-        return cls(section.temperature, top_p, section.max_tokens_per_turn, logprobs,
-                   {str(k): int(v) for k, v in (getattr(section, "max_tokens_per_phase", None) or {}).items()})
+        return cls(section.temperature, top_p, section.max_tokens_per_turn, logprobs, phase_budgets(section))
 
     def for_turn(self, seed: int, key: int, turn: int, phase: str | None = None) -> Sampling:
         greedy = self.temperature == 0
