@@ -47,6 +47,24 @@ EvalMode = _choice("EvalMode", "interactive", "in_context")
 Teacher = _choice("Teacher", "none", "answer_aware")
 WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 PromptStyle = _choice("PromptStyle", "paper", "compact")
+DomainName = _choice("DomainName", "pau", "stateful", "library")  # aac/env/domains' registry
+# each domain's built-in dataset: the default `env.data` and `eval.data` (`${domain_data:${env.domain}}`)
+DOMAIN_DATA = {"pau": "builtin:humaneval", "stateful": "builtin:stateful", "library": "builtin:library"}
+
+
+def _domain_data(domain: str) -> str:
+    if str(domain) not in DOMAIN_DATA:
+        raise ValueError(f"env.domain={domain!r} is not one of: {', '.join(DOMAIN_DATA)}")
+    return DOMAIN_DATA[str(domain)]
+
+
+def _register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("domain_data", _domain_data, replace=True)
+
+
+_register_resolvers()
 
 
 @dataclass
@@ -78,8 +96,12 @@ class SandboxConfig:
 
 @dataclass
 class EnvConfig:
-    # jsonl / parquet path, HF dataset id, or builtin:humaneval (built at set-up)
-    data: str = "builtin:humaneval"
+    # pau: stateless functions (the paper's) | stateful: an object's methods | library: a real
+    # library's function under an unseen name (aac/env/domains)
+    domain: DomainName = DomainName.pau
+    # jsonl / parquet path, HF dataset id, or builtin:NAME (built at set-up); default: the domain's
+    # built-in set (pau: builtin:humaneval)
+    data: str = "${domain_data:${env.domain}}"
     split: str = "train"
     limit: Optional[int] = None
     on_bad_row: OnBadRow = OnBadRow.warn  # warn: skip the row with a warning | raise
@@ -233,7 +255,7 @@ class LearnerConfig:
 @dataclass
 class EvalConfig:
     mode: EvalMode = EvalMode.interactive
-    data: str = "builtin:humaneval"
+    data: str = "${domain_data:${env.domain}}"  # default: the domain's built-in set (pau: builtin:humaneval)
     split: str = "test"
     limit: Optional[int] = None
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)

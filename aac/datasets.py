@@ -13,11 +13,14 @@ from aac.env.instance import load_instances as _load
 
 
 def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit: int | None = None,
-                   on_bad_row: str = "warn") -> list[Instance]:
-    """`aac.env.instance.load_instances`, with `builtin:NAME` resolved to its built split (built first
-    if missing)."""
+                   on_bad_row: str = "warn", domain: str = "pau") -> list[Instance]:
+    """`aac.env.instance.load_instances` for instances of `domain` (`env.domain`, checked by the
+    domain), with `builtin:NAME` resolved to its built split (built first if missing)."""
+    from aac.env.domains import get_domain
+
     if isinstance(spec, str) and spec.startswith("builtin:"):
         from aac.data.build import builtin_path
 
         spec = builtin_path(spec.removeprefix("builtin:"), split)
-    return _load(spec, split=split, limit=limit, on_bad_row=on_bad_row)
+    d = get_domain(domain)
+    return _load(spec, split=split, limit=limit, on_bad_row=on_bad_row, check=d.check_instance, domain=d.name)

@@ -115,13 +115,13 @@ def run_protocol(identity: dict, env: Any) -> ProtocolConfig:
 
 def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,
                instances_for=None) -> tuple[list[Turn], TraceSummary]:
-    """The turns of every kept episode of the runs. `instances_for(data, split)` loads a run's
-    instances (default: aac.datasets.load_instances)."""
+    """The turns of every kept episode of the runs. `instances_for(data, split, domain)` loads a run's
+    instances of a domain (default: aac.datasets.load_instances)."""
     if instances_for is None:
         from aac.datasets import load_instances
 
-        def instances_for(data: str, split: str) -> list[Instance]:
-            return load_instances(data, split=split)
+        def instances_for(data: str, split: str, domain: str = "pau") -> list[Instance]:
+            return load_instances(data, split=split, domain=domain)
 
     summary, turns = TraceSummary(), []
     for run_dir in run_dirs:
@@ -130,7 +130,8 @@ def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,
             raise TraceError(f"{run_dir}: mode {identity.get('mode')!r}; SFT needs interactive episodes")
         protocol = run_protocol(identity, env)
         summary.teachers[str(run_dir)] = identity.get("teacher", "none")
-        by_uid = {i.uid: i for i in instances_for(identity["data"], identity["split"])}
+        domain = identity.get("domain", "pau")  # a run's identity names its domain where it is not pau
+        by_uid = {i.uid: i for i in instances_for(identity["data"], identity["split"], domain)}
         for record in episodes:
             summary.episodes += 1
             score = scores.get(record["uid"])

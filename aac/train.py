@@ -81,7 +81,7 @@ class Trainer:
         self.cfg, self.out_dir = cfg, out_dir
         seed_everything(cfg.seed)
         self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
-                                        on_bad_row=cfg.env.on_bad_row)
+                                        on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
         if not self.instances:
             raise SystemExit(f"aac: no usable instances in {cfg.env.data} (split {cfg.env.split})")
         self.order = DataOrder(len(self.instances), cfg.rollout.functions_per_step, cfg.seed)
@@ -269,7 +269,8 @@ class Trainer:
             from aac.datasets import load_instances
             from aac.sandbox import SandboxPool
 
-            held = load_instances(e.data, split=e.split, limit=cfg.eval_limit, on_bad_row="warn")
+            held = load_instances(e.data, split=e.split, limit=cfg.eval_limit, on_bad_row="warn",
+                                  domain=cfg.env.domain)
             self._pool = SandboxPool.from_config(cfg.env.sandbox)  # code match runs here, in the driver
             self._held_out = (held, scorers(cfg, self.engines, self._pool))
         held, (judge, matcher) = self._held_out

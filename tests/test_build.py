@@ -238,7 +238,7 @@ def check_rows(path, sandbox) -> list:
     rows = [json.loads(line) for line in open(path)]
     assert rows
     for row in rows:
-        assert set(row) == {*PAU_COLUMNS, "task_id", "source"}
+        assert set(row) == {*PAU_COLUMNS, "task_id", "source", "domain"} and row["domain"] == "pau"
         assert all(isinstance(v, str) for v in row.values())
     instances = load_instances(path, on_bad_row="raise")
     jobs = []

@@ -62,9 +62,16 @@ def test_round_trip_through_files(tmp_path, suffix):
 
 def test_to_row_is_the_published_schema_with_json_text_columns():
     row = to_row(make_instance())
-    assert set(row) == {*PAU_COLUMNS, "task_id", "source"}
+    assert set(row) == {*PAU_COLUMNS, "task_id", "source", "domain"} and row["domain"] == "pau"
     assert all(isinstance(v, str) for v in row.values())
     assert json.loads(row["all_examples"])[0] == ["(3, 'ab')", ["ababab", 3], "None"]
+
+
+def test_a_row_of_another_domain_is_refused_with_the_setting_to_use():
+    row = {**to_row(make_instance()), "domain": "stateful"}
+    with pytest.raises(DatasetError, match=r"row 4: the row is of domain 'stateful', not 'pau' \(set env.domain=stateful\)"):
+        Instance.from_row(row, 4)
+    assert Instance.from_row({**row, "domain": ""}, 0).domain == "pau"  # rows written before domains
 
 
 def test_empty_prompt_columns_are_filled_with_our_prompts():

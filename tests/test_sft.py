@@ -55,13 +55,13 @@ def test_only_episodes_at_or_above_the_threshold_are_trained_on(tmp_path):
     prompts, _ = write_run(tmp_path / "run", scores)
     instances = {uid: make_instance(uid) for uid in scores}
     turns, summary = load_turns([tmp_path / "run"], 4.0, None,
-                                instances_for=lambda data, split: list(instances.values()))
+                                instances_for=lambda data, split, *_: list(instances.values()))
     assert {t.uid for t in turns} == {"good/5", "ok/4"}  # the release's inverted filter kept meh and bad
     assert (summary.kept, summary.below_threshold, summary.unscored, summary.turns) == (2, 2, 1, 12)
     # the rebuilt prompts are the ones the actor saw, turn by turn
     assert [t.messages for t in turns if t.uid == "ok/4"] == prompts["ok/4"]
     assert [t.reply for t in turns if t.uid == "ok/4"] == REPLIES
-    turns, _ = load_turns([tmp_path / "run"], 1.0, None, instances_for=lambda d, s: list(instances.values()))
+    turns, _ = load_turns([tmp_path / "run"], 1.0, None, instances_for=lambda d, s, *_: list(instances.values()))
     assert {t.uid for t in turns} == {"good/5", "ok/4", "meh/3", "bad/1"}
     assert keep_episode({"judge": {"score": 4}}, 4) and not keep_episode({"judge": {"score": 3.9}}, 4)
     assert not keep_episode(None, 1) and not keep_episode({"judge": {"score": None}}, 1)
@@ -74,7 +74,7 @@ def test_a_record_the_replay_cannot_reproduce_is_skipped(tmp_path):
     eps[0]["steps"][1]["parsed"] = "(9, 'changed')"  # not what the reply holds
     path.write_text("".join(json.dumps(e) + "\n" for e in eps))
     turns, summary = load_turns([tmp_path / "run"], 4.0, None,
-                                instances_for=lambda d, s: [make_instance("a"), make_instance("b")])
+                                instances_for=lambda d, s, *_: [make_instance("a"), make_instance("b")])
     assert {t.uid for t in turns} == {"b"} and summary.not_replayed == 1
 
 

@@ -106,7 +106,7 @@ def test_teacher_traces_are_marked_and_train_the_student_on_its_own_view(runs):
 
     # both load as SFT traces (the stub judge rates every episode 4); the student's prompts are rebuilt
     # through the ordinary protocol, so the teacher's privileged text is in none of them
-    turns, summary = load_turns([teacher, distill], 4.0, None, instances_for=lambda d, s: instances)
+    turns, summary = load_turns([teacher, distill], 4.0, None, instances_for=lambda d, s, *_: instances)
     assert summary.kept == 2 * len(PAU_ROWS) and len(turns) == 2 * 3 * len(PAU_ROWS)
     assert sorted(summary.teachers.values()) == ["answer_aware", "none"]
     fragments = [f for i in instances for f in gold_fragments(i)]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aac.config import CriticMode, CriticScoring
+from aac.env.domains import get_domain
 
 if TYPE_CHECKING:
     from aac.critic.judgment import Judgment
@@ -116,8 +117,9 @@ def _question(judgment: Judgment, mode: str, scoring: str) -> str:
     inst = judgment.instance
     parts = []
     if mode == "privileged":
-        parts += [f"Source code (hidden from the agent):\n```python\n{_cut(inst.code, MAX_TEXT_CHARS)}\n```",
-                  f"Reference description (hidden from the agent):\n{inst.description.strip()}"]
+        seen = get_domain(inst.domain).privileged(inst)
+        parts += [f"Source code (hidden from the agent):\n```python\n{_cut(seen.source, MAX_TEXT_CHARS)}\n```",
+                  f"Reference description (hidden from the agent):\n{seen.description.strip()}"]
     parts += [f"Function header: {inst.header.strip()}",
               f"Calls so far (oldest first):\n{format_observations(judgment.observations)}"]
     if judgment.kind == "informativeness":
@@ -146,6 +148,7 @@ class _ToyInstance:
     code: str = "def test_func(arg0):\n    if arg0 < 0:\n        return 0\n    return arg0 * 2"
     description: str = "Doubles the number; a negative number gives 0."
     header: str = "def test_func(arg0):"
+    domain: str = "pau"
 
 
 _TOY_CALLS = (_Obs("(3,)", "6"), _Obs("(10,)", "20"))

@@ -13,25 +13,23 @@ The replies parse with the same rules as the paper style (aac/env/prompts.py).
 
 from __future__ import annotations
 
-from aac.env.prompts import TurnView, calls_block, clip
+from aac.env.prompts import TurnView, Wording, calls_block, clip
 
-SYSTEM_PROMPT = ("You explore a hidden Python function, test_func, by calling it. "
-                 "Answer in the exact format of the example.")
-
-# the worked example: a toy function that sorts a list
-_EXAMPLE_CONTEXT = ("def test_func(arg0):\nCalls (input -> result):\n([3, 1, 2],) -> [1, 2, 3]\n"
-                    "(['b', 'a'],) -> ['a', 'b']\nHypothesis: not yet formed")
-_EXAMPLE_PLAN = "Plan: try a list with repeated numbers; if it sorts, ([2, 9, 2],) gives [2, 2, 9]."
-_EXAMPLE_INPUT = "Input: ([2, 9, 2],)"
-_EXAMPLE_LATEST = "Latest call: ([2, 9, 2],) -> [2, 2, 9]"
-_EXAMPLE_REFLECT = "Summary: it returns the items of the list in increasing order.\nDecision: NO"
-
-_REASONING_TASK = "Plan your next call in one sentence: the input, and the result your hypothesis predicts."
-_INPUT_TASK = "Write the input of your next call as a Python tuple, one value per argument."
-_REFLECT_TASK = "Say what test_func does in one sentence, then whether you are sure (Decision: YES or NO)."
-
-# what opens each reply when answer cues are on (the reasoning turn is free text: none)
-ANSWER_CUES = {"input": "Input: (", "reflect": "Summary:"}
+# the PAU function domain's words; the worked example is a toy function that sorts a list
+COMPACT = Wording(
+    system=("You explore a hidden Python function, test_func, by calling it. "
+            "Answer in the exact format of the example."),
+    reasoning_task="Plan your next call in one sentence: the input, and the result your hypothesis predicts.",
+    input_task="Write the input of your next call as a Python tuple, one value per argument.",
+    reflect_task="Say what test_func does in one sentence, then whether you are sure (Decision: YES or NO).",
+    cues=(("input", "Input: ("), ("reflect", "Summary:")),  # the reasoning turn is free text: no cue
+    example=("def test_func(arg0):\nCalls (input -> result):\n([3, 1, 2],) -> [1, 2, 3]\n"
+             "(['b', 'a'],) -> ['a', 'b']\nHypothesis: not yet formed",
+             "Plan: try a list with repeated numbers; if it sorts, ([2, 9, 2],) gives [2, 2, 9].",
+             "Input: ([2, 9, 2],)",
+             "Latest call: ([2, 9, 2],) -> [2, 2, 9]",
+             "Summary: it returns the items of the list in increasing order.\nDecision: NO"),
+)
 
 
 def _context(view: TurnView) -> str:
@@ -41,21 +39,27 @@ def _context(view: TurnView) -> str:
     return "\n".join(lines)
 
 
-def _chat(example_user: str, example_answer: str, user: str) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": example_user},
+def _chat(view: TurnView, example_user: str, example_answer: str, user: str) -> list[dict]:
+    return [{"role": "system", "content": view.wording.system}, {"role": "user", "content": example_user},
             {"role": "assistant", "content": example_answer}, {"role": "user", "content": user}]
 
 
 def reasoning_prompt(view: TurnView) -> list[dict]:
-    return _chat(f"{_EXAMPLE_CONTEXT}\n{_REASONING_TASK}", _EXAMPLE_PLAN, f"{_context(view)}\n{_REASONING_TASK}")
+    w = view.wording
+    context, plan = w.example[0], w.example[1]
+    return _chat(view, f"{context}\n{w.reasoning_task}", plan, f"{_context(view)}\n{w.reasoning_task}")
 
 
 def input_prompt(view: TurnView) -> list[dict]:
+    w = view.wording
+    context, example_plan, example_input = w.example[:3]
     plan = f"Plan: {clip(view.plan or '', view.max_chars)}"
-    return _chat(f"{_EXAMPLE_CONTEXT}\n{_EXAMPLE_PLAN}\n{_INPUT_TASK}", _EXAMPLE_INPUT,
-                 f"{_context(view)}\n{plan}\n{_INPUT_TASK}")
+    return _chat(view, f"{context}\n{example_plan}\n{w.input_task}", example_input,
+                 f"{_context(view)}\n{plan}\n{w.input_task}")
 
 
 def reflect_prompt(view: TurnView) -> list[dict]:
-    return _chat(f"{_EXAMPLE_CONTEXT}\n{_EXAMPLE_LATEST}\n{_REFLECT_TASK}", _EXAMPLE_REFLECT,
-                 f"{_context(view)}\nLatest call: {view.latest}\n{_REFLECT_TASK}")
+    w = view.wording
+    context, latest, answer = w.example[0], w.example[3], w.example[4]
+    return _chat(view, f"{context}\n{latest}\n{w.reflect_task}", answer,
+                 f"{_context(view)}\nLatest call: {view.latest}\n{w.reflect_task}")

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from aac.sandbox.values import InputParseError, parse_input
 
 PAU_COLUMNS = ("test_func_validated", "description", "train_examples", "test_examples",
                "all_examples", "direct_prompt", "interactive_starting_prompt", "header")
-EXTRA_COLUMNS = ("task_id", "source")
+EXTRA_COLUMNS = ("task_id", "source", "domain")
 _LIST_COLUMNS = ("train_examples", "test_examples", "all_examples")
 _MAX_WARNINGS = 10  # bad rows warned one by one; the rest are counted in one last warning
 
@@ -51,13 +51,23 @@ class Instance:
     all_examples: list[tuple[str, Any, str | None]]  # (input, output, error)
     direct_prompt: str = ""
     interactive_starting_prompt: str = ""
+    domain: str = "pau"  # the kind of black box (aac/env/domains), from `env.domain`
+
 
     @classmethod
-    def from_row(cls, row: dict, index: int) -> Instance:
-        """Validate one row; raises DatasetError("row N: …") naming what is wrong."""
+    def from_row(cls, row: dict, index: int, check: Callable[[Instance], None] | None = None,
+                 domain: str = "pau") -> Instance:
+        """Validate one row of `domain`; raises DatasetError("row N: …") naming what is wrong.
+        `check`: the domain's own check of the instance (a ValueError); default: the function
+        domain's header check. A row's own `domain` column must agree with `domain`."""
         try:
-            return _from_row(row)
-        except _RowError as e:
+            instance = _from_row(row, domain)
+            if check is None:
+                check_function_header(instance.code, instance.header)
+            else:
+                check(instance)
+            return instance
+        except ValueError as e:
             raise DatasetError(f"row {index}: {e}") from None
 
 
@@ -121,12 +131,19 @@ def _signature(code: str, what: str) -> str:
     raise _RowError(f"{what} defines no top-level test_func")
 
 
-def _from_row(row: dict) -> Instance:
-    code = _text(row, "test_func_validated")
-    header = _text(row, "header")
+def check_function_header(code: str, header: str) -> None:
+    """The function domain's check: `code` defines the `test_func` that `header` shows."""
     header_sig = _signature(header.strip() + "\n    pass\n", "header")
     if _signature(code, "test_func_validated") != header_sig:
         raise _RowError(f"header {header.strip()!r} does not match the def test_func in the code")
+
+
+def _from_row(row: dict, domain: str) -> Instance:
+    stored = row.get("domain")
+    if stored not in (None, "", domain):
+        raise _RowError(f"the row is of domain {stored!r}, not {domain!r} (set env.domain={stored})")
+    code = _text(row, "test_func_validated")
+    header = _text(row, "header")
     task_id = row.get("task_id")
     source = row.get("source")
     return Instance(
@@ -140,6 +157,7 @@ def _from_row(row: dict) -> Instance:
         all_examples=_examples(row, "all_examples", 3),
         direct_prompt=_text(row, "direct_prompt"),
         interactive_starting_prompt=_text(row, "interactive_starting_prompt"),
+        domain=domain,
     )
 
 
@@ -243,14 +261,16 @@ def _open(spec: Any, split: str) -> _Rows:
 
 
 def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit: int | None = None,
-                   on_bad_row: str = "warn") -> list[Instance]:
+                   on_bad_row: str = "warn", check: Callable[[Instance], None] | None = None,
+                   domain: str = "pau") -> list[Instance]:
     """Instances from a .jsonl/.parquet file, a folder (`{split}.jsonl|parquet`, a `save_to_disk`
     folder, or a hub-style `data/{split}-*.parquet` layout), a `datasets` Dataset/DatasetDict, a hub
     dataset id (e.g. DJ-Research/PAU-Benchmark) or `builtin:NAME`.
 
     A bad row is skipped with a BadRowWarning (on_bad_row="warn") or raises DatasetError ("raise").
     A column missing from the whole dataset is always a DatasetError naming it. `limit`: stop after
-    that many good instances.
+    that many good instances. `domain` and `check`: the instances' domain and its check of each
+    (`Domain.check_instance`; aac.datasets passes both from `env.domain`).
     """
     if on_bad_row not in list(OnBadRow):
         raise ValueError(f"on_bad_row={on_bad_row!r} is not one of: {', '.join(OnBadRow)}")
@@ -269,7 +289,7 @@ def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit
         try:
             if isinstance(row, str):
                 raise DatasetError(f"row {n}: {row}")
-            instances.append(Instance.from_row(row, n))
+            instances.append(Instance.from_row(row, n, check, domain))
         except DatasetError as e:
             if on_bad_row == "raise":
                 raise DatasetError(f"{source.name}: {e}") from None

@@ -25,11 +25,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aac.env.observation import Observation
 from aac.sandbox.values import InputParseError, parse_input, safe_repr
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
-    from aac.env.observation import Observation
 
 INITIAL_HYPOTHESIS = "not yet formed"
 
@@ -54,12 +54,31 @@ _REFLECT_TASK = (
     "Decision: YES or NO\n"
     "Summary: <what test_func does, in 1-3 sentences>"
 )
-# what opens each reply when answer cues are on (`env.answer_cues`): the format's own first words
-ANSWER_CUES = {"input": "Input: (", "reflect": "Decision:"}
 _IN_CONTEXT_TASK = (
     "Task: describe what test_func does, in 1-3 sentences. Reply with one line:\n"
     "Description: <your description>"
 )
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A domain's words in one prompt style: the system prompt, each turn's task, the answer cues
+    (what opens a reply when `env.answer_cues` is on: the format's own first words) and, for the
+    compact style, the worked example shown as chat turns. Defaults: the PAU function domain, paper style."""
+
+    system: str = SYSTEM_PROMPT
+    reasoning_task: str = _REASONING_TASK
+    input_task: str = _INPUT_TASK
+    reflect_task: str = _REFLECT_TASK
+    in_context_task: str = _IN_CONTEXT_TASK
+    cues: tuple[tuple[str, str], ...] = (("input", "Input: ("), ("reflect", "Decision:"))
+    example: tuple[str, ...] = ()  # compact: context, plan, input, latest-call line, reflect answer
+
+    def cue(self, phase: str) -> str:
+        return dict(self.cues).get(phase, "")
+
+
+PAPER = Wording()
 
 
 def clip(text: str, max_chars: int) -> str:
@@ -101,10 +120,11 @@ class TurnView:
     latest_is_call: bool = False  # reflect: the latest call is shown apart from the window
     max_chars: int = 200  # clip for each input and result shown (plan and hypothesis: twice that)
     max_window_chars: int = 1600  # budget for the window's lines: the oldest are dropped to fit
+    wording: Wording = PAPER  # the domain's words in this prompt style
 
 
-def _messages(user: str) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+def _messages(user: str, wording: Wording = PAPER) -> list[dict]:
+    return [{"role": "system", "content": wording.system}, {"role": "user", "content": user}]
 
 
 def _context(view: TurnView) -> list[str]:
@@ -115,27 +135,35 @@ def _context(view: TurnView) -> list[str]:
 
 
 def reasoning_prompt(view: TurnView) -> list[dict]:
-    return _messages("\n\n".join([*_context(view), _REASONING_TASK]))
+    return _messages("\n\n".join([*_context(view), view.wording.reasoning_task]), view.wording)
 
 
 def input_prompt(view: TurnView) -> list[dict]:
     plan = f"Your plan: {clip(view.plan or '', 2 * view.max_chars)}"
-    return _messages("\n\n".join([*_context(view), plan, _INPUT_TASK]))
+    return _messages("\n\n".join([*_context(view), plan, view.wording.input_task]), view.wording)
 
 
 def reflect_prompt(view: TurnView) -> list[dict]:
     # The latest call is shown on its own line (the release never showed it to this turn).
     parts = _context(view)
     parts.insert(2, f"Latest call: {view.latest}")
-    return _messages("\n\n".join([*parts, _REFLECT_TASK]))
+    return _messages("\n\n".join([*parts, view.wording.reflect_task]), view.wording)
 
 
-def in_context_prompt(instance: Instance, max_chars: int = 200) -> list[dict]:
-    """The in-context mode of PAU: header and the context examples, one description asked for."""
-    lines = [format_call(inp, example_repr(out, max_chars), None, max_chars) for inp, out in instance.train_examples]
+def context_observations(instance: Instance, max_chars: int) -> list[Observation]:
+    """The function domain's context examples as observations (stored outputs shown as reprs)."""
+    return [Observation(inp, example_repr(out, max_chars), None) for inp, out in instance.train_examples]
+
+
+def in_context_prompt(instance: Instance, max_chars: int = 200, *, wording: Wording = PAPER,
+                      context: Sequence[Observation] | None = None) -> list[dict]:
+    """The in-context mode of PAU: header and the context examples, one description asked for.
+    `context`: the examples as observations (default: the function domain's reading of them)."""
+    shown = context_observations(instance, max_chars) if context is None else context
+    lines = [format_call(o.input, o.output_repr, o.error, max_chars) for o in shown]
     user = "\n\n".join([f"Header: {instance.header.strip()}",
-                        "Examples (input -> result):\n" + "\n".join(lines), _IN_CONTEXT_TASK])
-    return _messages(user)
+                        "Examples (input -> result):\n" + "\n".join(lines), wording.in_context_task])
+    return _messages(user, wording)
 
 
 # ---------------------------------------------------------------- parsing replies

@@ -23,21 +23,19 @@ the continuation and parses cue + continuation, and the step records the cue in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from aac.env import compact_prompts, prompts
+from aac.env.domains import Caller, get_domain
 from aac.env.observation import Observation
 from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
-from aac.sandbox.values import InputParseError, parse_input
+from aac.sandbox.values import InputParseError
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
     from aac.sandbox.pool import CallResult
-
-Caller = Callable[[str, str, float], "CallResult"]
 __all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
            "parse_description", "sandbox_caller"]
 
@@ -48,11 +46,10 @@ class Phase(str, Enum):
     REFLECT = "reflect"
 
 
-_STORED_REPR_CHARS = 2000  # context examples are kept like call results (sandbox max_output_chars); prompts clip
 _NEXT = {Phase.REASONING: Phase.INPUT, Phase.INPUT: Phase.REFLECT, Phase.REFLECT: Phase.REASONING}
-# each style's prompt builders and answer cues
-_STYLES = {style: ({Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module.input_prompt,
-                    Phase.REFLECT: module.reflect_prompt}, module.ANSWER_CUES)
+# each style's prompt builders (the words in them are the domain's)
+_STYLES = {style: {Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module.input_prompt,
+                   Phase.REFLECT: module.reflect_prompt}
            for style, module in (("paper", prompts), ("compact", compact_prompts))}
 PROMPT_STYLES = tuple(_STYLES)
 
@@ -133,8 +130,10 @@ class Episode:
         self.instance = instance
         self.cfg = cfg or ProtocolConfig()
         self.caller = caller or sandbox_caller(None, spread_list=self.cfg.spread_list)
-        self._observations = [Observation(inp, prompts.example_repr(out, _STORED_REPR_CHARS), None)
-                              for inp, out in instance.train_examples]
+        self.domain = get_domain(instance.domain)
+        self._box = self.domain.open(instance, lambda *call: self.caller(*call))  # `caller` may be swapped
+        self._wording = self.domain.wording(self.cfg.prompt_style)
+        self._observations = self.domain.context(instance)
         self._steps: list[StepRecord] = []
         self._phase = Phase.REASONING
         self._hypothesis = prompts.INITIAL_HYPOTHESIS
@@ -194,7 +193,7 @@ class Episode:
     @property
     def prefill(self) -> str:
         """The answer cue the current turn's reply continues ("" without answer cues)."""
-        return _STYLES[self.cfg.prompt_style][1].get(self._phase.value, "") if self.cfg.answer_cues else ""
+        return self._wording.cue(self._phase.value) if self.cfg.answer_cues else ""
 
     def prompt(self) -> list[dict]:
         """The chat messages for the current turn (ending in the assistant's prefill when it has one)."""
@@ -208,8 +207,8 @@ class Episode:
             header=self.instance.header, window=pool[len(pool) - size:] if size > 0 else [],
             total_observations=len(pool), hypothesis=self._hypothesis, plan=self._plan,
             latest=self._latest, latest_is_call=apart, max_chars=self.cfg.max_observation_chars,
-            max_window_chars=self.cfg.max_window_chars)
-        messages = _STYLES[self.cfg.prompt_style][0][self._phase](view)
+            max_window_chars=self.cfg.max_window_chars, wording=self._wording)
+        messages = _STYLES[self.cfg.prompt_style][self._phase](view)
         cue = self.prefill
         return [*messages, {"role": "assistant", "content": cue}] if cue else messages
 
@@ -230,6 +229,8 @@ class Episode:
         elif (self._phase is Phase.REFLECT and self.cfg.max_calls is not None
               and self._input_turns >= self.cfg.max_calls):
             self._end_reason = "call_limit"
+        if self.done:
+            self._box.close()
         record = StepRecord(index=index, phase=self._phase, prompt=messages, response=response, text=text,
                             hypothesis=self._hypothesis, done=self.done, timed_out=self.timed_out,
                             end_reason=self._end_reason, prefill=cue, **outcome)
@@ -243,12 +244,12 @@ class Episode:
         return dict(parse_ok=bool(text), parsed=text or None, decision=None, call=None, error=error)
 
     def _input(self, response: str, text: str) -> dict:
-        candidate = prompts.extract_input(response)
+        candidate = self.domain.extract_query(response)
         error = None if candidate is not None else "no input found in the reply"
         if candidate is not None:
             try:
-                parse_input(candidate, spread_list=self.cfg.spread_list, max_chars=self.cfg.max_input_chars,
-                            max_depth=self.cfg.max_input_depth)
+                self.domain.check_query(candidate, spread_list=self.cfg.spread_list,
+                                        max_chars=self.cfg.max_input_chars, max_depth=self.cfg.max_input_depth)
             except InputParseError as e:
                 error = f"unparsable input: {e}"
         if error is not None:
@@ -256,7 +257,7 @@ class Episode:
             self._input_turns += 1
             return dict(parse_ok=False, parsed=candidate, decision=None, call=None, error=error)
         # a caller that raises (the sandbox itself failed) leaves the episode as it was: step() can be retried
-        call = self.caller(self.instance.code, candidate, self.cfg.call_timeout_s)
+        call = self._box.call(candidate, self.cfg.call_timeout_s)
         self._input_turns += 1
         self._num_queries += 1
         self._observations.append(Observation(candidate, call.output_repr, call.error))

@@ -13,7 +13,7 @@ from aac.env.protocol import Episode
 
 
 def to_row(instance: Instance) -> dict[str, str]:
-    """The PAU row (JSON-encoded list columns) plus task_id and source.
+    """The PAU row (JSON-encoded list columns) plus task_id, source and domain.
 
     Empty prompt columns are filled with our own prompts, so a written set is complete.
     Values JSON cannot hold are written as their repr (as the published rows did).
@@ -34,6 +34,7 @@ def to_row(instance: Instance) -> dict[str, str]:
         "header": instance.header,
         "task_id": instance.uid,
         "source": instance.source,
+        "domain": instance.domain,
     }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aac.config import Teacher
+from aac.env.domains import get_domain
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
@@ -39,10 +40,11 @@ def plain(instance: Instance, messages: list[dict]) -> list[dict]:
 
 def privileged_block(instance: Instance) -> str:
     """The privileged information as the teacher reads it."""
-    description = instance.description.strip() or NO_DESCRIPTION
+    seen = get_domain(instance.domain).privileged(instance)
+    description = seen.description.strip() or NO_DESCRIPTION
     return ("Privileged information (hidden from the student):\n"
             f"Reference description: {description}\n"
-            f"Source of test_func:\n```python\n{instance.code.strip()}\n```")
+            f"{seen.source_label}:\n```python\n{seen.source.strip()}\n```")
 
 
 def answer_aware(instance: Instance, messages: list[dict]) -> list[dict]:

@@ -2,6 +2,10 @@
 examples the agent observed; the code runs in the sandbox on the held-out `test_examples`; the
 score is the fraction whose output equals the stored one after the one normalisation of
 `aac.sandbox.values` (applied to both sides, so tuple-returning functions can match JSON lists).
+
+The domain (aac/env/domains) words the coder's task, turns the code into the program that is run
+(`match_program`: a stateful domain replays held-out call sequences on the coder's class) and gives
+the held-out cases (`match_cases`).
 """
 
 from __future__ import annotations
@@ -9,27 +13,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from aac.env.domains import get_domain
 from aac.env.prompts import strip_think
 from aac.eval.lm import Completer
 
 SYSTEM = "You are an expert Python programmer. You reply with code only."
-
-PROMPT = """\
-Write the Python function described below.
-
-Header: {header}
-
-Description:
-{description}
-
-Observed calls (each input is the tuple of arguments):
-{examples}
-
-Reply with one ```python code block holding the complete function with exactly this header, plus any
-imports and helper functions it needs. Do not print anything and do not add test code."""
 
 _FENCE = re.compile(r"```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _DEFINES_TEST_FUNC = re.compile(r"^\s*def\s+test_func\s*\(", re.MULTILINE)
@@ -50,9 +41,10 @@ class Example:
         return f"input: {self.input}  ->  {result}"
 
 
-def coder_messages(header: str, description: str, examples: Sequence[Example]) -> list[dict]:
+def coder_messages(header: str, description: str, examples: Sequence[Example], domain: str = "pau") -> list[dict]:
     shown = "\n".join(e.line() for e in examples) or "(none)"
-    user = PROMPT.format(header=header.strip(), description=description.strip() or "(none)", examples=shown)
+    user = get_domain(domain).coder_prompt().format(header=header.strip(), description=description.strip() or "(none)",
+                                                    examples=shown)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -108,6 +100,7 @@ class CoderTask:
     description: str
     examples: list[Example]
     test_examples: list[tuple[str, Any]] = field(default_factory=list)
+    domain: str = "pau"
 
 
 def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: Any, *, timeout_s: float,
@@ -151,7 +144,9 @@ class CodeMatcher:
         self.spread_list = spread_list
 
     def score(self, tasks: Sequence[CoderTask]) -> list[CodeMatch]:
-        replies = self.completer([coder_messages(t.header, t.description, t.examples) for t in tasks])
+        replies = self.completer([coder_messages(t.header, t.description, t.examples, t.domain) for t in tasks])
         codes = [extract_code(r) for r in replies]
-        return score_codes(codes, [t.test_examples for t in tasks], self.pool, timeout_s=self.timeout_s,
-                           spread_list=self.spread_list)
+        matched = score_codes([get_domain(t.domain).match_program(c) if c else c for c, t in zip(codes, tasks)],
+                              [t.test_examples for t in tasks], self.pool, timeout_s=self.timeout_s,
+                              spread_list=self.spread_list)
+        return [replace(m, code=c) for m, c in zip(matched, codes)]  # the coder's code, not the program run

@@ -25,7 +25,7 @@ from aac.progress import bar
 
 log = logging.getLogger("aac.eval")
 ACTOR_ADAPTER = "actor"
-PAPER_PROTOCOL = {"prompt_style": "paper", "answer_cues": False, "max_tokens_per_phase": {}}
+PAPER_PROTOCOL = {"prompt_style": "paper", "answer_cues": False, "max_tokens_per_phase": {}, "domain": "pau"}
 
 
 class EvalError(ValueError):
@@ -67,12 +67,12 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
 
 
 def _protocol_identity(cfg: Any) -> dict:
-    """The prompt style, answer cues and per-phase budgets, where they leave the paper's defaults
+    """The prompt style, answer cues, per-phase budgets and domain, where they leave the paper's defaults
     (older run folders, which played those, keep their identity)."""
     from aac.rollout.driver import phase_budgets
 
     chosen = {"prompt_style": str(cfg.env.prompt_style), "answer_cues": bool(cfg.env.answer_cues),
-              "max_tokens_per_phase": phase_budgets(cfg.eval)}
+              "max_tokens_per_phase": phase_budgets(cfg.eval), "domain": str(cfg.env.domain)}
     return {k: v for k, v in chosen.items() if v != PAPER_PROTOCOL[k]}
 
 
@@ -165,7 +165,8 @@ def evaluate(cfg: Any) -> dict:
     if adapter is not None and (e.engine or cfg.rollout.engine) == "openai":
         raise EvalError("engine=openai cannot load checkpoint=: serve the adapter with the endpoint "
                         "(vllm serve --lora-modules NAME=PATH) and set rollout.openai.model=NAME")
-    instances = load_instances(e.data, split=e.split, limit=e.limit, on_bad_row=cfg.env.on_bad_row)
+    instances = load_instances(e.data, split=e.split, limit=e.limit, on_bad_row=cfg.env.on_bad_row,
+                               domain=cfg.env.domain)
     records.check_same_run(run_dir, run_identity(cfg, adapter))
     log.info("%s: %d instances of %s (%s) -> %s", e.mode, len(instances), e.data, e.split, run_dir)
     engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)

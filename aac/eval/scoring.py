@@ -9,9 +9,12 @@ from aac.eval.judge import Judge
 
 
 def coder_task(episode: dict, instance, description: str) -> CoderTask:
+    from aac.env.domains import get_domain
+
     examples = [Example(inp, out, err) for inp, out, err in episode["observations"]]
+    domain = get_domain(instance.domain)
     return CoderTask(header=instance.header, description=description, examples=examples,
-                     test_examples=list(instance.test_examples))
+                     test_examples=domain.match_cases(instance), domain=domain.name)
 
 
 def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge, matcher: CodeMatcher,

@@ -1,0 +1,20 @@
+"""Domains: what kind of black box an episode explores (`env.domain`); the interface is in base.py."""
+
+from __future__ import annotations
+
+from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
+from aac.env.domains.pau import FunctionDomain
+
+__all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain"]
+
+DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(),)}
+
+
+def get_domain(name: str | Domain) -> Domain:
+    """The domain called `name` (a Domain passes through); ValueError naming the known ones."""
+    if isinstance(name, Domain):
+        return name
+    try:
+        return DOMAINS[str(name)]
+    except KeyError:
+        raise ValueError(f"env.domain={name!r} is not one of: {', '.join(DOMAINS)}") from None
