@@ -180,4 +180,6 @@ def test_bad_settings_are_refused_in_one_line():
 def test_the_demo_recipe_plays_compact_prompts_with_cues_and_short_input_turns():
     cfg = compose("+recipe=smollm2_cpu")
     assert (cfg.env.prompt_style, cfg.env.answer_cues) == ("compact", True)
-    assert cfg.rollout.max_tokens_per_phase == {"input": 24} and cfg.eval.max_tokens_per_phase == {"input": 24}
+    budgets = {"reasoning": 32, "input": 24}
+    assert cfg.rollout.max_tokens_per_phase == budgets and cfg.eval.max_tokens_per_phase == budgets
+    assert cfg.critic.scoring == "logprob"  # one prefill per judgment on the CPU engine
