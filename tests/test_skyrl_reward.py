@@ -208,14 +208,19 @@ def test_bad_config_is_one_clear_line(env_config, message):
     assert "\n" not in str(e.value)
 
 
-def test_env_config_from_omegaconf_and_one_critic_per_process(serve_chat):
-    """SkyRL hands env_config as a DictConfig and makes one env per episode: they share one critic."""
+def test_env_config_from_omegaconf_and_one_critic_per_process():
+    """SkyRL hands env_config as a DictConfig and makes one env per episode: they share one critic,
+    whose engine is the endpoint the section names (nothing is asked until a turn is judged)."""
     from omegaconf import OmegaConf
 
-    with serve_chat(ratings) as (url, _):
-        cfg = OmegaConf.create({"max_steps": 6, "critic": critic_section(url), "rewards": {"lambda_h": 1.0}})
-        a, b = (skyrl_gym.make(ENV_ID, env_config=cfg, extras={"instance": INSTANCE}) for _ in range(2))
+    url = "http://127.0.0.1:9/v1"
+    cfg = OmegaConf.create({"max_steps": 6, "critic": critic_section(url), "rewards": {"lambda_h": 1.0}})
+    a, b = (skyrl_gym.make(ENV_ID, env_config=cfg, extras={"instance": INSTANCE}) for _ in range(2))
     assert a.critic is b.critic and a.rewards.lambda_h == 1.0 and a.rewards.t_max == 6
+    assert a.critic.engine.kind == "openai" and a.critic.engine.cfg.base_url == url and a.critic.engine.model == "grader"
+    c = skyrl_gym.make(ENV_ID, env_config={"max_steps": 6, "critic": {**critic_section(url), "mode": "symmetric"}},
+                       extras={"instance": INSTANCE})
+    assert c.critic is not a.critic and c.critic.mode == "symmetric"
 
 
 @pytest.mark.slow
