@@ -30,14 +30,14 @@ def make(**env_config):
 
 
 def test_episode_through_skyrl_gym_make():
-    env = make(p_parse=0.5)
+    env = make()
     assert isinstance(env, skyrl_gym.Env) and env.max_turns == 40
     messages, info = env.init([{"role": "user", "content": "ignored"}])
     assert info == {"uid": "s/1", "phase": "reasoning"} and "def test_func(arg0):" in messages[-1]["content"]
     replies = ["plan", "Input: (5,)", "Decision: NO\nSummary: s", "plan", "Input: (0,)", "garbled", "plan",
                "Input: nothing", "Decision: YES\nSummary: absolute value"]
     outs = [env.step(r) for r in replies]
-    assert [o["reward"] for o in outs] == [0.0, 0.0, 0.0, 0.0, -0.5, -0.5, 0.0, -0.5, 0.0]
+    assert [o["reward"] for o in outs] == [0.0] * 9  # the env knows no reward (aac-pau-critic pays them)
     assert [o["metadata"]["phase"] for o in outs[:3]] == ["reasoning", "input", "reflect"]
     assert outs[1]["metadata"]["step"].call.output == 7
     assert "Latest call: (5,) -> 7" in outs[1]["observations"][0]["content"]  # the next prompt: reflect
@@ -49,19 +49,18 @@ def test_episode_through_skyrl_gym_make():
                                  "parse_failures": 2.0}
 
 
-def test_step_limit_penalty_and_row_extras():
+def test_step_limit_and_row_extras():
     row = to_row(INSTANCE)  # a SkyRL dataset row carries the PAU columns at the top level of extras
-    env = skyrl_gym.make(ENV_ID, env_config={"max_steps": 2, "timeout_penalty": -1.0}, extras=row,
-                         caller=fixed_caller)
+    env = skyrl_gym.make(ENV_ID, env_config={"max_steps": 2}, extras=row, caller=fixed_caller)
     env.init()
-    assert env.step("plan")["reward"] == 0.0
+    assert not env.step("plan")["done"]
     out = env.step("Input: (1,)")
-    assert out["done"] and out["reward"] == -1.0 and out["metadata"]["step"].timed_out
+    assert out["done"] and out["metadata"]["step"].timed_out and out["metadata"]["summary"]["end_reason"] == "step_limit"
 
 
 def test_bad_config_and_bad_row_are_clear():
-    with pytest.raises(ValueError, match="unknown env_config keys: max_turns"):
-        make(max_turns=3)
+    with pytest.raises(ValueError, match="aac-pau: unknown env_config keys: max_turns, p_parse"):
+        make(max_turns=3, p_parse=0.5)  # reward settings belong to aac-pau-critic's rewards section
     with pytest.raises(ValueError, match="row 0: missing value in column 'header'"):
         skyrl_gym.make(ENV_ID, extras={"instance": {**to_row(INSTANCE), "header": None}}, caller=fixed_caller)
 

@@ -6,16 +6,17 @@
     out = env.step(reply)              # observations = the next turn's prompt (a user message)
 
 `extras` holds the instance: `extras["instance"]` (an `Instance` or a PAU row), or the PAU columns
-at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields plus
-the placeholder reward's `p_parse` and `timeout_penalty`. Calls go through
-`aac.sandbox.pool.run_function` (one shared sandbox pool per process) unless `make(..., caller=f)`.
+at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields. Calls
+go through `aac.sandbox.pool.run_function` (one shared sandbox pool per process) unless
+`make(..., caller=f)`.
 
 Our prompts are self-contained per turn, while SkyRL appends each observation to the conversation:
 the context grows with the episode, so keep `max_steps` and the window small there.
 
-Reward (a placeholder: aac's critic rewards are computed in aac.rewards, not here): `-p_parse` for a
-reply that did not parse or an input whose call raised or timed out, `timeout_penalty` added on the
-step that hits `max_steps`, else 0. The step's `StepRecord` is in `metadata["step"]`.
+No reward: the environment knows none (it sits below the critic and the rewards), so every step's
+reward is 0.0. AAC's rewards (critic scores through the schedule of `aac.train`) come with the env
+"aac-pau-critic" (aac/rollout/skyrl_reward.py), which extends this one. The step's `StepRecord` is in
+`metadata["step"]`.
 """
 
 from __future__ import annotations
@@ -27,15 +28,10 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, Con
 from skyrl_gym.envs.registration import register, registry
 
 from aac.env.instance import Instance
-from aac.env.protocol import Caller, Episode, Phase, ProtocolConfig, StepRecord
+from aac.env.protocol import Caller, Episode, ProtocolConfig
 
 ENV_ID = "aac-pau"
 _PROTOCOL_KEYS = {f.name for f in fields(ProtocolConfig)}
-
-
-def placeholder_reward(step: StepRecord, p_parse: float = 0.5, timeout_penalty: float = -1.0) -> float:
-    failed = not step.parse_ok or (step.phase is Phase.INPUT and step.call is not None and not step.call.ok)
-    return (-p_parse if failed else 0.0) + (timeout_penalty if step.timed_out else 0.0)
 
 
 def _instance(extras: dict) -> Instance:
@@ -44,14 +40,14 @@ def _instance(extras: dict) -> Instance:
 
 
 class PAUTextEnv(BaseTextEnv):
+    env_id = ENV_ID  # named in errors (a subclass registers its own)
+
     def __init__(self, env_config: Any = None, extras: dict | None = None, caller: Caller | None = None):
         super().__init__()
         settings = dict(env_config or {})
-        unknown = set(settings) - _PROTOCOL_KEYS - {"p_parse", "timeout_penalty"}
+        unknown = set(settings) - _PROTOCOL_KEYS
         if unknown:
-            raise ValueError(f"{ENV_ID}: unknown env_config keys: {', '.join(sorted(unknown))}")
-        self.p_parse = float(settings.pop("p_parse", 0.5))
-        self.timeout_penalty = float(settings.pop("timeout_penalty", -1.0))
+            raise ValueError(f"{self.env_id}: unknown env_config keys: {', '.join(sorted(unknown))}")
         self.episode = Episode(_instance(extras or {}), ProtocolConfig(**settings), caller)
         self.max_turns = self.episode.cfg.max_steps
 
@@ -65,8 +61,7 @@ class PAUTextEnv(BaseTextEnv):
         metadata: dict[str, Any] = {"step": record, "phase": record.phase.value, "parse_ok": record.parse_ok}
         if record.done:
             metadata["summary"] = self.episode.summary()
-        return BaseTextEnvStepOutput(observations=observations, done=record.done, metadata=metadata,
-                                     reward=placeholder_reward(record, self.p_parse, self.timeout_penalty))
+        return BaseTextEnvStepOutput(observations=observations, done=record.done, metadata=metadata, reward=0.0)
 
     def get_metrics(self) -> dict[str, Any]:
         s = self.episode.summary()

@@ -18,8 +18,8 @@ from typing import Any, Optional
 from aac.engines import Engine
 from aac.env.protocol import ProtocolConfig, sandbox_caller
 from aac.rewards.schedule import episode_rewards
-from aac.rewards.terms import HYPOTHESIS, graded_text, judgment_kind
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
+from aac.rollout.judgments import score_each, turn_judgments
 from aac.rollout.record import interactive_record
 
 log = logging.getLogger(__name__)
@@ -121,11 +121,10 @@ class RolloutWorker:
 
         before = self.critic.counts()
         t0 = time.perf_counter()
-        asks = [self._judgments(p) for p in played]
-        flat = [j for per_episode in asks for j in per_episode if j is not None]
-        scores = iter(self.critic.score(flat) if flat else [])
+        asks = [turn_judgments(p.spec.instance, p.turns, self.rewards) for p in played]
+        scores = iter(score_each(self.critic, [j for per_episode in asks for j in per_episode]))
         t_critic = time.perf_counter() - t0
-        out = [self._result(p, js, [next(scores) if j is not None else None for j in js]) for p, js in zip(played, asks)]
+        out = [self._result(p, js, [next(scores) for _ in js]) for p, js in zip(played, asks)]
         after = self.critic.counts()
         return RolloutBatch(
             episodes=out,
@@ -133,25 +132,6 @@ class RolloutWorker:
             critic_counts={k: after[k] - before.get(k, 0) for k in after},
             generated_tokens=stats.generated_tokens, engine_calls=stats.engine_calls, idle_slots=stats.idle_slots,
         )
-
-    def _judgments(self, played: PlayedEpisode) -> list[Any]:
-        """The critic judgment each turn needs under the schedule (None where it needs none)."""
-        from aac.critic import Judgment
-
-        out = []
-        for t, turn in enumerate(played.turns):
-            step = turn.step
-            kind = judgment_kind(step, self.rewards)
-            if kind is None:
-                out.append(None)
-                continue
-            # a hypothesis is judged as the step leaves it, against everything seen (its call included)
-            hypothesis = step.hypothesis if kind == HYPOTHESIS else turn.hypothesis
-            nxt = played.turns[t + 1].step if t + 1 < len(played.turns) else None
-            query = nxt.parsed if nxt is not None and nxt.call is not None else None
-            out.append(Judgment(kind=kind, instance=played.spec.instance, hypothesis=hypothesis,
-                                observations=turn.observations, text=graded_text(step, kind), query=query))
-        return out
 
     def _result(self, played: PlayedEpisode, judgments: list[Any], step_scores: list[Optional[float]]) -> EpisodeResult:
         steps = [t.step for t in played.turns]

@@ -1,0 +1,49 @@
+"""What the critic is asked about each played turn: one rule for `aac.train`'s rollout workers and
+the SkyRL adapter (aac/rollout/skyrl_reward.py), so both score the same questions.
+
+A turn here is anything with `step` (its `StepRecord`), `hypothesis` and `observations` (what the
+actor had seen when it wrote it), such as the driver's `PlayedTurn`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from aac.rewards.terms import HYPOTHESIS, INFORMATIVENESS, graded_text, judgment_kind
+
+
+def reads_next_turn(step: Any, rewards: Any) -> bool:
+    """Whether the judgment of `step` reads the turn after it: a plan's informativeness judges the
+    input its input turn actually called (`Judgment.query`), so it is known only once that turn is
+    played (or the episode ended first)."""
+    return judgment_kind(step, rewards) == INFORMATIVENESS
+
+
+def turn_judgment(instance: Any, turn: Any, next_step: Optional[Any], rewards: Any) -> Optional[Any]:
+    """The critic judgment `turn` needs under the schedule (`rewards.*`), or None; `next_step` is the
+    step played after it (None: the episode ended on this turn)."""
+    from aac.critic import Judgment
+
+    step = turn.step
+    kind = judgment_kind(step, rewards)
+    if kind is None:
+        return None
+    # a hypothesis is judged as the step leaves it, against everything seen (its call included)
+    hypothesis = step.hypothesis if kind == HYPOTHESIS else turn.hypothesis
+    query = next_step.parsed if next_step is not None and next_step.call is not None else None
+    return Judgment(kind=kind, instance=instance, hypothesis=hypothesis, observations=turn.observations,
+                    text=graded_text(step, kind), query=query)
+
+
+def turn_judgments(instance: Any, turns: Sequence[Any], rewards: Any) -> list[Optional[Any]]:
+    """`turn_judgment` of every turn of a finished episode, in order."""
+    return [turn_judgment(instance, turn, turns[t + 1].step if t + 1 < len(turns) else None, rewards)
+            for t, turn in enumerate(turns)]
+
+
+def score_each(critic: Any, judgments: Sequence[Optional[Any]]) -> list[Optional[float]]:
+    """The critic's score of each judgment in ONE batched call; None where there is no judgment."""
+    asked = [j for j in judgments if j is not None]
+    scores = iter(critic.score(asked) if asked else [])
+    return [next(scores) if j is not None else None for j in judgments]
