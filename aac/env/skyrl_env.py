@@ -6,7 +6,8 @@
     out = env.step(reply)              # observations = the next turn's prompt (a user message)
 
 `extras` holds the instance: `extras["instance"]` (an `Instance` or a PAU row), or the PAU columns
-at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields. Calls
+at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields and
+`domain` (`pau` by default, or `stateful` / `library`: the row is read and checked as one of it). Calls
 go through `aac.sandbox.pool.run_function` (one shared sandbox pool per process) unless
 `make(..., caller=f)`.
 
@@ -27,6 +28,7 @@ from typing import Any
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 from skyrl_gym.envs.registration import register, registry
 
+from aac.env.domains import get_domain
 from aac.env.instance import Instance
 from aac.env.protocol import Caller, Episode, ProtocolConfig
 
@@ -34,9 +36,15 @@ ENV_ID = "aac-pau"
 _PROTOCOL_KEYS = {f.name for f in fields(ProtocolConfig)}
 
 
-def _instance(extras: dict) -> Instance:
+def _instance(extras: dict, domain: str) -> Instance:
     item = extras.get("instance", extras)
-    return item if isinstance(item, Instance) else Instance.from_row(dict(item), int(extras.get("index", 0)))
+    if isinstance(item, Instance):
+        if item.domain != domain:
+            raise ValueError(f"{ENV_ID}: the instance is of domain {item.domain!r}, not {domain!r} "
+                             f"(set env_config domain={item.domain})")
+        return item
+    d = get_domain(domain)
+    return Instance.from_row(dict(item), int(extras.get("index", 0)), d.check_instance, d.name)
 
 
 class PAUTextEnv(BaseTextEnv):
@@ -45,10 +53,11 @@ class PAUTextEnv(BaseTextEnv):
     def __init__(self, env_config: Any = None, extras: dict | None = None, caller: Caller | None = None):
         super().__init__()
         settings = dict(env_config or {})
+        domain = str(settings.pop("domain", "pau"))
         unknown = set(settings) - _PROTOCOL_KEYS
         if unknown:
             raise ValueError(f"{self.env_id}: unknown env_config keys: {', '.join(sorted(unknown))}")
-        self.episode = Episode(_instance(extras or {}), ProtocolConfig(**settings), caller)
+        self.episode = Episode(_instance(extras or {}, domain), ProtocolConfig(**settings), caller)
         self.max_turns = self.episode.cfg.max_steps
 
     def init(self, prompt: ConversationType | None = None) -> tuple[ConversationType, dict[str, Any]]:
