@@ -827,9 +827,7 @@ class SandboxPool:
         return child
 
     def _release(self, child: _Child, evicted: list[_Child], keep: bool, result: CallResult | None = None) -> None:
-        if child.refill:
-            child.zygote.settle(child.refill)
-            child.refill = 0
+        zygote, refill, child.refill = child.zygote, child.refill, 0
         evict: list[_Child] = []
         with self._cond:
             self._busy -= 1
@@ -851,6 +849,8 @@ class SandboxPool:
             else:
                 self._forget(child)
             self._cond.notify()
+        if refill:  # with the worker slot free: other callers need not wait for the zygote
+            zygote.settle(refill)
         for w in [*evicted, *evict]:
             w.kill()
         if child is not None:
