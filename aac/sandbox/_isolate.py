@@ -292,23 +292,23 @@ def _landlock(tmp_dir: str) -> dict:
     attr = struct.pack("=QQQ", fs, net, scoped)[: 8 if abi < 4 else 16 if abi < 6 else 24]
     rules = (("/", _LL_FS_EXECUTE | _LL_FS_READ_FILE | _LL_FS_READ_DIR), (tmp_dir, fs),
              ("/dev/null", _LL_FS_READ_FILE | _LL_FS_WRITE_FILE))
-    _landlock_domain(attr, rules, fs)
+    _restrict_self(_landlock_ruleset(attr, rules, fs))
     return {"landlock_abi": abi, "tcp": "blocked" if net else "open", "signals": "scoped" if scoped else "open"}
 
 
-def _landlock_scope() -> dict:
-    """Namespace modes: the children of a pool share one (empty) network namespace, and with it
-    the abstract unix socket namespace; a Landlock domain that only scopes (ABI >= 6) keeps
-    each child's abstract sockets and signals to itself, for a few syscalls where a network
-    namespace per child costs about a millisecond of CPU more per child."""
-    if landlock_abi() < 6:
-        return {"abstract_sockets": "shared by the pool's children (Landlock ABI < 6)"}
-    _landlock_domain(struct.pack("=QQQ", 0, 0, _LL_SCOPE_ALL), (), 0)
-    return {"abstract_sockets": "scoped per child"}
+def scope_ruleset(mode: str) -> int:
+    """In the zygote, once: namespace modes' children share one (empty) network namespace, and
+    with it the abstract unix socket namespace; a Landlock domain that only scopes (ABI >= 6)
+    keeps each child's abstract sockets and signals to itself, for a few syscalls where a
+    network namespace per child costs about a millisecond of CPU more per child. Returns the
+    ruleset's fd each child enforces as a domain of its own (`setup_child`), or -1."""
+    if mode not in _NAMESPACED or landlock_abi() < 6:
+        return -1
+    return _landlock_ruleset(struct.pack("=QQQ", 0, 0, _LL_SCOPE_ALL), (), 0)
 
 
-def _landlock_domain(attr: bytes, rules: tuple[tuple[str, int], ...], fs: int) -> None:
-    """Create a Landlock ruleset from `attr` (handled rights), allow `rules` (path, rights), enforce it."""
+def _landlock_ruleset(attr: bytes, rules: tuple[tuple[str, int], ...], fs: int) -> int:
+    """A Landlock ruleset (fd) from `attr` (handled rights) that allows `rules` (path, rights)."""
     buf = ctypes.create_string_buffer(attr, len(attr))
     ruleset = _check(_libc.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), buf, ctypes.c_size_t(len(attr)),
                                    ctypes.c_uint32(0)), "landlock_create_ruleset")
@@ -324,6 +324,15 @@ def _landlock_domain(attr: bytes, rules: tuple[tuple[str, int], ...], fs: int) -
                        f"landlock_add_rule {path}")
             finally:
                 os.close(fd)
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def _restrict_self(ruleset: int) -> None:
+    """Enforce `ruleset` as a new Landlock domain of this process, then close it."""
+    try:
         _prctl(_PR_SET_NO_NEW_PRIVS, 1)
         _check(_libc.syscall(ctypes.c_long(_SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset), ctypes.c_uint32(0)),
                "landlock_restrict_self")
@@ -373,11 +382,12 @@ def fork_child(mode: str, own_pidns: int) -> int:
 
 
 def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: int, fsize_mb: int, nofile: int,
-                tmp_roots: list[str]) -> dict:
+                tmp_roots: list[str], scope: int = -1) -> dict:
     """Isolate the calling (child) process; returns details for the report. After this the
     process cannot create processes or threads. `tmp_dir` is its private writable directory
     (ignored for namespace modes, which use /tmp/work in a fresh tmpfs); `tmp_roots` are the
-    import folders under /tmp to keep visible (`tmp_import_roots`)."""
+    import folders under /tmp to keep visible (`tmp_import_roots`); `scope` is the zygote's
+    `scope_ruleset` (closed here)."""
     was_root = os.geteuid() == 0
     details: dict = {}
     if mode in _NAMESPACED:
@@ -398,8 +408,11 @@ def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: i
         details["uid"] = NOBODY
     if mode == "landlock":
         details.update(_landlock(tmp_dir))
+    elif scope >= 0:
+        _restrict_self(scope)
+        details["abstract_sockets"] = "scoped per child"
     elif mode in _NAMESPACED:
-        details.update(_landlock_scope())
+        details["abstract_sockets"] = "shared by the pool's children (Landlock ABI < 6)"
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     _prctl(_PR_SET_DUMPABLE, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it

@@ -148,6 +148,9 @@ def write_frame(fd: int, data: bytes, deadline: float) -> None:
 # ---------------------------------------------------------------- control sockets
 
 MAX_MESSAGE = 1 << 16
+_TRUNCATED = int(socket.MSG_CTRUNC | socket.MSG_TRUNC)  # plain ints: enum arithmetic per message costs µs
+_RECV_FLAGS = int(socket.MSG_CMSG_CLOEXEC)
+_SCM_RIGHTS = (int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS))
 
 
 def send_message(fd: int, message: dict, fds: list[int] = ()) -> None:
@@ -171,14 +174,15 @@ def recv_message(fd: int, max_fds: int = 4, deadline: float | None = None) -> tu
                 raise FrameTimeout
     sock = socket.socket(fileno=fd)
     try:
-        data, ancillary, flags, _ = sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(max_fds * 4), socket.MSG_CMSG_CLOEXEC)
+        data, ancillary, flags, _ = sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(max_fds * 4) if max_fds else 0,
+                                                 _RECV_FLAGS)
     finally:
         sock.detach()
     fds: list[int] = []
     for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+        if (level, kind) == _SCM_RIGHTS:
             fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
-    if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC):
+    if flags & _TRUNCATED:
         for received in fds:
             os.close(received)
         raise ProtocolError("message or its file descriptors truncated")

@@ -224,15 +224,18 @@ def _close_all_but(keep: set[int]) -> None:
     os.closerange(low, 2**31 - 1)
 
 
-def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: list[str]) -> None:
+def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: list[str], scope: int,
+                report: bool) -> None:
+    """Isolate, then serve; `report`: say what the isolation covers (the zygote's first child
+    only: the others are alike, and the parent reads it once)."""
     try:
         details = isolate.setup_child(cfg["mode"], tmp_dir, cfg["memory_mb"], cfg["cpu_s"], cfg["tmp_mb"],
-                                      cfg["fsize_mb"], cfg["nofile"], tmp_roots)
+                                      cfg["fsize_mb"], cfg["nofile"], tmp_roots, scope)
         server = _Server(req_fd, resp_fd, cfg["cpu_s"])
     except BaseException as exc:  # noqa: B036
         proto.write_all(resp_fd, proto.encode_frame({"op": "fatal", "error": format_exception(exc)}))
         os._exit(3)
-    proto.write_all(resp_fd, proto.encode_frame({"op": "hello", "details": details}))
+    proto.write_all(resp_fd, proto.encode_frame({"op": "hello", "details": details if report else {}}))
     server.serve()
 
 
@@ -241,12 +244,17 @@ class _ForkServer:
     process in between): reports each one's exit status on its control socket, and kills it as
     soon as the parent closes that socket. In namespace modes it keeps `spares` children forked
     ahead of demand, each set up and waiting for its source, so a new function does not wait for
-    a fork and an isolation set-up; the stock is full again after every reply."""
+    a fork and an isolation set-up. A request is answered first and the stock refilled after,
+    while the caller's child runs its call; a `stocked` message then tells the parent the
+    stock is full again (it waits for that before its call returns, so the pool's processes are
+    what `stock` says whenever a call has returned)."""
 
     def __init__(self, cfg: dict, ctl: int, tmp_roots: list[str]):
         self.cfg, self.ctl, self.tmp_roots = cfg, ctl, tmp_roots
         self.spares = cfg["spares"]
+        self.forked = 0
         self.pidns = isolate.own_pid_namespace(cfg["mode"])
+        self.scope = isolate.scope_ruleset(cfg["mode"])
         self.poller = select.poll()
         self.poller.register(ctl, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.by_pidfd: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, control socket or -1)
@@ -281,7 +289,7 @@ class _ForkServer:
 
     def hand_out(self, msg: dict) -> None:
         """Reply with a child (the oldest spare, else a fresh fork): its request pipe, response
-        pipe, control socket and a pidfd."""
+        pipe, control socket and a pidfd; then refill the stock and say so."""
         if self.stock:
             pidfd = next(iter(self.stock))
             fds = self.stock.pop(pidfd)
@@ -291,13 +299,15 @@ class _ForkServer:
             except OSError as exc:
                 proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
                 return
-        self.fill()  # before the reply: after it the pool's processes are what `stock` says
         fds.append(os.dup(pidfd))
         try:
-            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"]}, fds)
+            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"], "refill": self.spares > 0}, fds)
         finally:
             for fd in fds:
                 os.close(fd)
+        if self.spares:
+            self.fill()
+            proto.send_message(self.ctl, {"op": "stocked", "id": msg["id"]})
 
     def fork(self, tmp_dir: str | None) -> tuple[int, list[int]]:
         """Fork a child with fresh pipes: (its pidfd, [request pipe, response pipe, control socket])."""
@@ -313,11 +323,12 @@ class _ForkServer:
             raise
         if pid == 0:
             try:
-                _close_all_but({req_r, resp_w})
-                _child_main(self.cfg, tmp_dir or "/", req_r, resp_w, self.tmp_roots)
+                _close_all_but({req_r, resp_w, self.scope})
+                _child_main(self.cfg, tmp_dir or "/", req_r, resp_w, self.tmp_roots, self.scope, not self.forked)
             except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
                 os._exit(70)
             os._exit(0)
+        self.forked += 1
         os.close(req_r)
         os.close(resp_w)
         pidfd = os.pidfd_open(pid)  # valid until this process reaps the child, whatever it does first

@@ -194,6 +194,7 @@ class _Zygote:
         self.lock = threading.Lock()  # one fork request and its reply at a time
         self.child_private_kib: int | None = None  # its first child's own pages (see `_Child._account`)
         self.seq = 0
+        self.owed = self.settled = 0  # the last request its `stocked` note is owed for / has come for
         try:
             self._start()
         except (OSError, proto.ProtocolError) as exc:
@@ -251,25 +252,51 @@ class _Zygote:
         except subprocess.TimeoutExpired:
             return None
 
-    def fork(self, tmp_dir: str | None, deadline: float) -> list[int]:
-        """A new child: [request pipe, response pipe, its control socket, its pidfd]."""
+    def fork(self, tmp_dir: str | None, deadline: float) -> tuple[list[int], int]:
+        """A new child: ([request pipe, response pipe, its control socket, its pidfd], the request
+        to `settle` before the call that uses it returns, or 0)."""
         with self.lock:
             if self.closed:
                 raise _SpawnError("the zygote is gone")
-            self.seq += 1
             try:
+                self._settle_locked(deadline)
+                self.seq += 1
                 proto.send_message(self.ctl, {"op": "fork", "id": self.seq, "tmp": tmp_dir})
                 msg, fds = proto.recv_message(self.ctl, 4, deadline)
             except (OSError, proto.FrameTimeout, proto.ProtocolError) as exc:
                 self.kill()  # a reply may still come: the next request would read it
                 raise _SpawnError(f"the zygote did not answer ({type(exc).__name__}: {exc})") from None
-        if msg is not None and msg.get("op") == "forked" and msg.get("id") == self.seq and len(fds) == 4:
-            return fds
+            if msg is not None and msg.get("op") == "forked" and msg.get("id") == self.seq and len(fds) == 4:
+                if msg.get("refill") is not True:
+                    return fds, 0
+                self.owed = self.seq
+                return fds, self.seq
         _close(*fds)
         if msg is None:
             self.kill()
             raise _SpawnError("the zygote exited")
         raise _SpawnError(str(msg.get("error") or f"unexpected message {str(msg)[:200]}")[:500])
+
+    def settle(self, seq: int) -> None:
+        """Wait for the zygote's note that it refilled its spares after request `seq` (it does
+        that while the child it handed out runs its first call, so this seldom waits)."""
+        if self.settled >= seq:
+            return
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                self._settle_locked(time.monotonic() + self.opts.spawn_timeout_s)
+            except (OSError, proto.FrameTimeout, proto.ProtocolError):
+                self.kill()  # as in `fork`: a late note would answer the next request
+
+    def _settle_locked(self, deadline: float) -> None:
+        while self.settled < self.owed:
+            msg, fds = proto.recv_message(self.ctl, 0, deadline)
+            _close(*fds)
+            if msg is None or msg.get("op") != "stocked" or type(msg.get("id")) is not int:
+                raise proto.ProtocolError(f"expected the zygote's stock note, got {str(msg)[:200]}")
+            self.settled = msg["id"]
 
     def alive(self) -> bool:
         return not self.closed and self.proc is not None and self.proc.poll() is None
@@ -282,8 +309,9 @@ class _Zygote:
         with self.lock:
             if self.closed:
                 return []
-            self.seq += 1
             try:
+                self._settle_locked(time.monotonic() + self.opts.spawn_timeout_s)
+                self.seq += 1
                 proto.send_message(self.ctl, {"op": "stock", "id": self.seq})
                 msg, fds = proto.recv_message(self.ctl, max(self.opts.spare_children, 1),
                                               time.monotonic() + self.opts.spawn_timeout_s)
@@ -332,8 +360,9 @@ class _Child:
         self.seq = 0
         self.calls = 0
         self.tmp_dir: str | None = None
-        self.pid = 0
+        self._pid = 0  # see `pid`
         self.started = False  # its hello has come
+        self.refill = 0  # the zygote's request to settle after this child's first call (see `_Zygote.settle`)
         self.req_w = self.resp_r = self.ctl = self.pidfd = -1
         self.memory_kib = 0  # what this child holds alone (see `_account`)
         self.counted_kib = 0  # the part of it the pool has counted
@@ -352,9 +381,8 @@ class _Child:
             self.tmp_dir = tempfile.mkdtemp(prefix="aac-sandbox-")
             if os.geteuid() == 0:
                 os.chown(self.tmp_dir, NOBODY, NOBODY)
-        self.req_w, self.resp_r, self.ctl, self.pidfd = zygote.fork(
+        (self.req_w, self.resp_r, self.ctl, self.pidfd), self.refill = zygote.fork(
             self.tmp_dir, time.monotonic() + self.opts.spawn_timeout_s)
-        self.pid = _pidfd_pid(self.pidfd)
         self._exited = select.poll()
         self._exited.register(self.pidfd, select.POLLIN)
         os.set_blocking(self.req_w, False)
@@ -483,6 +511,13 @@ class _Child:
 
     def alive(self) -> bool:
         return not self.closed and self.pidfd >= 0 and not self._exited.poll(0)
+
+    @property
+    def pid(self) -> int:
+        """Its process id here, read from its pidfd when first needed (0 once it has exited)."""
+        if not self._pid and self.pidfd >= 0:
+            self._pid = _pidfd_pid(self.pidfd)
+        return self._pid
 
     def pids(self) -> list[int]:
         return [self.pid] if self.pid else []
@@ -792,6 +827,7 @@ class SandboxPool:
         return child
 
     def _release(self, child: _Child, evicted: list[_Child], keep: bool, result: CallResult | None = None) -> None:
+        zygote, refill, child.refill = child.zygote, child.refill, 0
         evict: list[_Child] = []
         with self._cond:
             self._busy -= 1
@@ -813,6 +849,8 @@ class SandboxPool:
             else:
                 self._forget(child)
             self._cond.notify()
+        if refill:  # with the worker slot free: other callers need not wait for the zygote
+            zygote.settle(refill)
         for w in [*evicted, *evict]:
             w.kill()
         if child is not None:
