@@ -278,7 +278,10 @@ def build_class(anon: AnonClass, pool: SandboxPool, coverage: CoverageRunner, cf
         for seq, arcs in zip(fresh, report.per_input):
             seq.arcs = frozenset(a for a in arcs or () if 0 < a[0] <= class_lines)
             new_outcomes = seq.outcomes() - outcomes
-            if seq.seed or seq.arcs - covered or new_outcomes:
+            # a small class reaches all its code soon: then new results decide, until there are enough
+            distinct = len(kept) < cfg.min_tests + 2 and canonical_json(seq.results) not in {
+                canonical_json(k.results) for k in kept}
+            if seq.seed or seq.arcs - covered or new_outcomes or distinct:
                 kept.append(seq)
                 covered |= seq.arcs
                 outcomes |= new_outcomes

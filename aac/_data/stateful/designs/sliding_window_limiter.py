@@ -28,6 +28,7 @@ class SlidingWindowLimiter:
 
 
 SEEDS = [
+    [("new", (1, 3)), ("hit", (0,)), ("hit", (2,)), ("hit", (3,))],
     [("new", (2, 10)), ("hit", (1,)), ("hit", (2,)), ("hit", (3,)), ("hit", (12,)), ("count", (12,))],
     [("new", (1, 5)), ("hit", (0,)), ("count", (4,)), ("reset", ()), ("hit", (1,))],
 ]

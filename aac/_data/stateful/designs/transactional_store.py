@@ -35,6 +35,8 @@ class Store:
 
 
 SEEDS = [
+    [("new", ()), ("set", ("k", 3)), ("get", ("k",)), ("get", ("j",))],
+    [("new", ()), ("begin", ()), ("begin", ()), ("commit", ())],
     [("new", ()), ("set", ("a", 1)), ("begin", ()), ("set", ("a", 2)), ("rollback", ()), ("get", ("a",))],
     [("new", ()), ("begin", ()), ("set", ("x", 5)), ("commit", ()), ("rollback", ()), ("get", ("x",))],
 ]
