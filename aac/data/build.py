@@ -58,8 +58,8 @@ from aac.data.inputs import (
     validator_source,
 )
 from aac.data.search import InputSearch, probe_calls
-from aac.data.stateful import build_builtin as build_stateful
 from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
+from aac.data.stateful import build_builtin as build_stateful
 from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
 from aac.models import aac_home

@@ -41,9 +41,9 @@ from aac.data.inputs import Mutator, code_constants, same_value
 from aac.env.domains.stateful import (
     CLASS,
     NEW,
+    PAPER,
     RAISED,
     RECORD_HARNESS,
-    PAPER,
     StatefulDomain,
     calls_literal,
     render_header,
