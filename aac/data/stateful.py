@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
-from aac.data.inputs import Mutator, code_constants, same_value
+from aac.data.inputs import Mutator, code_constants, render
 from aac.env.domains.stateful import (
     CLASS,
     NEW,
@@ -45,7 +45,6 @@ from aac.env.domains.stateful import (
     RAISED,
     RECORD_HARNESS,
     StatefulDomain,
-    calls_literal,
     render_header,
     sequence_calls,
 )
@@ -66,7 +65,6 @@ class StatefulConfig:
     rounds: int = 3  # sandbox batches per class: seeds + variants, then variants of the kept ones
     budget: int = 24  # candidate sequences per batch
     max_steps: int = 8  # method calls of a generated sequence after its new(...)
-    max_literal_chars: int = 400  # a longer sequence makes a poor prompt line for a small model
     min_tests: int = 4
     max_tests: int = 6
     max_context_steps: int = 5  # context sequences are shown in every prompt: short ones
@@ -174,18 +172,6 @@ class Calls:
         return out
 
 
-def _literal(calls: list[tuple[str, tuple]], limit: int) -> str | None:
-    """The sandbox literal of `calls`, or None when it does not rebuild exactly or is too long."""
-    text = calls_literal(calls)
-    if len(text) > limit:
-        return None
-    try:
-        back = ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return text if same_value(back, tuple((n, tuple(a)) for n, a in calls)) else None
-
-
 class _Variants:
     """Seeded, type-aware call sequences for one class (nothing here runs the code)."""
 
@@ -262,11 +248,14 @@ def build_class(anon: AnonClass, pool: SandboxPool, coverage: CoverageRunner, cf
     for round_ in range(cfg.rounds):
         fresh = []
         for calls, is_seed in batch:
-            literal = _literal(calls, cfg.max_literal_chars)
-            if literal is None or literal in seen:
+            literal = render(tuple((name, tuple(args)) for name, args in calls))  # = calls_literal(calls), or None
+            if literal in seen:
+                continue
+            res.candidates += 1
+            if literal is None:
+                res.dropped["no exact literal of at most 300 characters"] += 1
                 continue
             seen.add(literal)
-            res.candidates += 1
             seq, why = _run(pool, record, Calls(calls, literal, seed=is_seed), cfg)
             if why:
                 res.dropped[why] += 1
