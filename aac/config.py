@@ -398,6 +398,8 @@ def validate(cfg: Any) -> None:
     if cfg.env.constrained_format and cfg.env.prompt_style != "paper":
         raise ConfigError(f"env.constrained_format follows the paper's answer format; it needs env.prompt_style=paper "
                           f"(got {cfg.env.prompt_style})")
+    if cfg.env.constrained_format and cfg.env.domain == "stateful":
+        raise ConfigError("env.constrained_format decodes a function's tuple input; env.domain=stateful queries methods")
     for key in ("rollout.max_tokens_per_phase", "eval.max_tokens_per_phase"):
         budgets = OmegaConf.select(cfg, key) or {}
         bad = {k: v for k, v in budgets.items() if k not in PHASES or v is None or v <= 0}

