@@ -400,6 +400,10 @@ def validate(cfg: Any) -> None:
                           f"(got {cfg.env.prompt_style})")
     if cfg.env.constrained_format and cfg.env.domain == "stateful":
         raise ConfigError("env.constrained_format decodes a function's tuple input; env.domain=stateful queries methods")
+    if cfg.env.domain == "stateful" and (cfg.critic.informativeness == "coverage" or cfg.critic.kind == "scripted"):
+        # both run a plan's query as a function input in the sandbox and read the branch arcs it reaches
+        raise ConfigError("critic.informativeness=coverage and critic.kind=scripted measure a function's branches; "
+                          "env.domain=stateful needs critic.informativeness=judge and critic.kind=llm")
     for key in ("rollout.max_tokens_per_phase", "eval.max_tokens_per_phase"):
         budgets = OmegaConf.select(cfg, key) or {}
         bad = {k: v for k, v in budgets.items() if k not in PHASES or v is None or v <= 0}

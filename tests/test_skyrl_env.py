@@ -71,3 +71,33 @@ def test_default_caller_runs_the_real_sandbox():
     env.step("plan")
     out = env.step("Input: (-9,)")
     assert out["metadata"]["step"].call.normalized == 9 and "Latest call: (-9,) -> 9" in out["observations"][0]["content"]
+
+
+COUNTER = ("class Obj:\n    def __init__(self, arg0):\n        self.n = arg0\n"
+           "    def m0(self):\n        self.n += 1\n        return self.n\n")
+
+
+def test_a_stateful_episode_through_skyrl_gym_make_on_the_real_sandbox():
+    counter = Instance(uid="c/1", source="unit", code=COUNTER, description="A counter from arg0; m0() adds 1.",
+                       header="class Obj: new(arg0); m0()", train_examples=[("(('new', (1,)), ('m0', ()))", [None, 2])],
+                       test_examples=[("(('new', (0,)), ('m0', ()))", [None, 1])],
+                       all_examples=[("(('new', (1,)), ('m0', ()))", [None, 2], None)], domain="stateful")
+    row = to_row(counter)  # as a SkyRL dataset row: the domain column says what it is
+    with pytest.raises(ValueError, match="row 0: the row is of domain 'stateful', not 'pau'"):
+        skyrl_gym.make(ENV_ID, extras=row)
+    env = skyrl_gym.make(ENV_ID, env_config={"domain": "stateful", "max_steps": 12}, extras=row)
+    messages, _ = env.init()
+    assert "class Obj: new(arg0); m0()" in messages[-1]["content"] and "m0() -> 2" in messages[-1]["content"]
+    outputs = []
+    for query in ("new(10)", "m0()", "m0()"):
+        env.step("plan")
+        outputs.append(env.step(f"Input: {query}")["metadata"]["step"].call.output)
+        env.step("Decision: NO\nSummary: counts up")
+    assert outputs == [None, 11, 12]  # the object's state carries over within the episode
+    env.step("plan")
+    assert env.step("Input: m0()")["metadata"]["step"].call.output == 13
+    assert env.step("Decision: YES\nSummary: a counter starting at arg0")["done"]
+    fresh = skyrl_gym.make(ENV_ID, env_config={"domain": "stateful"}, extras=row)
+    fresh.init()
+    fresh.step("plan")
+    assert fresh.step("Input: m0()")["metadata"]["step"].call.error == "RuntimeError: no object yet: call new(...) first"

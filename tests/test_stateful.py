@@ -103,7 +103,8 @@ def test_two_episodes_on_one_counter_class_in_one_worker_see_independent_state(p
     assert _play(a, [f"{inc}()"]) == ["13"]  # and a none of b's
     assert _play(b, ["new(5)", f"{inc}()"]) == ["None", "6"]  # new() starts over
     stats = pool.stats
-    assert stats["live"] == 1 and stats["spawned"] - spawned <= 1  # all of it in one worker process
+    # one pool (workers=1): each episode's object lives in a sandbox child of its own
+    assert stats["live"] <= 2 and stats["spawned"] - spawned <= 2
 
 
 HOSTILE = '''\
@@ -144,6 +145,32 @@ def test_a_hostile_class_cannot_change_what_the_next_episode_sees(pool):
     second.call("new()", 2.0)
     assert second.call("m1()", 2.0).output == [0, 0, 0, False, 1]  # class attribute, globals, builtins pristine
     assert second.call("m0()", 2.0).output == [1, 1]
+
+
+PATCHER = """\
+import json
+
+
+class Obj:
+    def __init__(self):
+        pass
+
+    def m0(self):
+        out = json.dumps([1])
+        json.dumps = lambda *a, **k: "patched"
+        return out
+"""
+
+
+def test_a_class_that_patches_an_imported_module_changes_only_its_own_episode(pool):
+    inst = _instance(PATCHER, "class Obj: new(); m0()")
+    first = DOMAIN.open(inst, sandbox_caller(pool))
+    first.call("new()", 2.0)
+    assert [first.call("m0()", 2.0).output for _ in range(2)] == ["[1]", "patched"]  # its own state
+    first.close()
+    second = DOMAIN.open(inst, sandbox_caller(pool))
+    second.call("new()", 2.0)
+    assert second.call("m0()", 2.0).output == "[1]"  # a child of its own: json is pristine
 
 
 def test_a_timed_out_call_leaves_the_object_as_it_was(pool):
@@ -235,4 +262,6 @@ def test_prompts_and_config_of_the_domain():
     assert "Source of the class Obj" in DOMAIN.privileged(inst).source_label
     with pytest.raises(ConfigError, match="stateful"):
         compose("env.domain=stateful", "env.constrained_format=true", "rollout=hf")
+    with pytest.raises(ConfigError, match="env.domain=stateful needs critic.informativeness=judge"):
+        compose("+recipe=smollm2_cpu", "env.domain=stateful")  # its critic reads a function's branch arcs
     assert (ROOT / "aac" / "_data" / "stateful").is_dir()

@@ -24,6 +24,7 @@ from typing import Any, Optional
 from aac.critic.coverage import CoverageInformativeness
 from aac.critic.critic import Counted, _Counters
 from aac.critic.judgment import Judgment
+from aac.env.domains import get_domain
 
 
 class ScriptedCritic(Counted):
@@ -67,7 +68,7 @@ class ScriptedCritic(Counted):
         """The calls whose informativeness `j` reads, each as a query after the observations before it."""
         if j.kind == "informativeness":
             return [] if j.query is None else [j]
-        first = len(j.instance.train_examples)  # the context examples come first, and are no call
+        first = len(get_domain(j.instance.domain).context(j.instance))  # the context comes first, and is no call
         return [Judgment(kind="informativeness", instance=j.instance, hypothesis="", observations=j.observations[:i],
                          text="", query=j.observations[i].input) for i in range(first, len(j.observations))]
 

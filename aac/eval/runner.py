@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aac.engines import GenRequest
+from aac.env.domains import get_domain
 from aac.env.instance import Instance
-from aac.env.prompts import example_repr
 from aac.env.protocol import Episode, ProtocolConfig, in_context_prompt, parse_description  # noqa: F401
 from aac.env.teacher import PromptTransform, plain
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
@@ -57,7 +57,7 @@ def in_context_record(inst: Instance, result: Any, *, elapsed_s: float, max_char
         "uid": inst.uid, "source": inst.source, "mode": "in_context",
         "description": description, "num_queries": 0, "concluded": True, "timed_out": False,
         "turns": 1, "format_errors": int(not description),
-        "observations": [[inp, example_repr(out, max_chars), None] for inp, out in inst.train_examples],
+        "observations": [[o.input, o.output_repr, o.error] for o in get_domain(inst.domain).context(inst, max_chars)],
         "steps": [{"index": 0, "phase": "in_context", "response": reply, "parse_ok": bool(description),
                    "parsed": description}],
         "gen_tokens": len(result.token_ids), "engine_errors": int(result.finish_reason == "error"),
@@ -70,7 +70,8 @@ def run_in_context(specs: Sequence[EpisodeSpec], actor: ActorSpec, *, batch_size
     for start in range(0, len(specs), batch_size):
         chunk = specs[start: start + batch_size]
         t0 = time.perf_counter()
-        results = actor.generate([actor.prompt_for(s.instance, in_context_prompt(s.instance)) for s in chunk],
+        prompts = [get_domain(s.instance.domain).in_context_prompt(s.instance) for s in chunk]
+        results = actor.generate([actor.prompt_for(s.instance, p) for s, p in zip(chunk, prompts)],
                                  [s.key for s in chunk])
         dt = (time.perf_counter() - t0) / len(chunk)
         on_done([in_context_record(s.instance, r, elapsed_s=dt) for s, r in zip(chunk, results)])

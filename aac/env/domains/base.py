@@ -69,6 +69,13 @@ class Domain:
         """The words of the prompts in `style` (paper | compact)."""
         raise NotImplementedError
 
+    def in_context_prompt(self, instance: Instance, max_chars: int = 200) -> list[dict]:
+        """PAU's in-context mode: the header and the context examples, one description asked for."""
+        from aac.env.prompts import in_context_prompt
+
+        return in_context_prompt(instance, max_chars, wording=self.wording("paper"),
+                                 context=self.context(instance, max_chars))
+
     def extract_query(self, reply: str) -> str | None:
         """The query in an input-turn reply (canonical text), or None when there is none."""
         raise NotImplementedError

@@ -19,6 +19,7 @@ timeout) is not kept, so one slow call does not stall every later one.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -241,13 +242,19 @@ def _local_error(error: str) -> CallResult:
 _SANDBOX_FAILURES = ("TimeoutError: call exceeded", "SandboxError:")
 
 
+_EPISODES = itertools.count()
+
+
 class ObjectBox(BlackBox):
     """One episode's live object: the calls since the last `new`, replayed per query in the sandbox."""
 
     def __init__(self, instance: Instance, caller: Caller):
         super().__init__(instance, caller)
         self.arities = interface(instance.header)
-        self.source = instance.code + EPISODE_HARNESS
+        # a source of its own gives the episode a sandbox child of its own: the worker restores
+        # builtins and the call's globals, not imported modules, so a class that patches one (e.g.
+        # `json.dumps`) changes only its own episode, and the next episode starts in a fresh child
+        self.source = f"{instance.code}{EPISODE_HARNESS}# episode {next(_EPISODES)}\n"
         self.history: list[tuple[str, tuple]] = []
 
     def call(self, query: str, timeout_s: float) -> CallResult:
