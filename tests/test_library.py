@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -23,9 +24,13 @@ FUNCTIONS = ("numpy.cumsum", "statistics.median", "math.comb", "itertools.combin
              "textwrap.shorten")
 
 
+@functools.cache
+def _candidates(module: str) -> dict[str, library.Candidate]:
+    return {c.qualname: c for c in library.candidates((module,), Counter())}
+
+
 def _candidate(qualname: str) -> library.Candidate:
-    module = qualname.rsplit(".", 1)[0]
-    return next(c for c in library.candidates((module,), Counter()) if c.qualname == qualname)
+    return _candidates(qualname.rsplit(".", 1)[0])[qualname]
 
 
 def test_docstring_calls_are_read_with_ast_from_doctests_bound_names_and_arrow_lines():
@@ -130,5 +135,32 @@ def test_builtin_library_has_150_rows_split_train_test_all_reproducing(tmp_path)
     assert len(train) + len(test) >= 150 and test and not {i.uid for i in train} & {i.uid for i in test}
     meta = json.loads((builtin_path("library", "train").parent / "meta.json").read_text())
     assert meta["rows_kept"] == len(train) + len(test) and meta["dropped"]
+    for inst in train + test:  # what the actor is shown of a row: no example names the function
+        name = library.name_pattern(inst.uid.rsplit(".", 1)[1])
+        shown = [inst.header] + [f"{i} {o!r}" for i, o in [*inst.train_examples, *inst.test_examples]]
+        assert not any(name.search(t) for t in shown), inst.uid
     with SandboxPool(workers=2, preload=library.PRELOAD) as fresh:
         assert library.reverify(train + test, fresh) == set()
+
+
+@pytest.mark.slow
+def test_tiny_training_runs_two_steps_on_library_functions(tmp_path, run_module):
+    out = tmp_path / "run"
+    res = run_module("aac.train", "+recipe=tiny", "env.domain=library", "max_steps=2", "rollout.placement=local",
+                     "env.constrained_format=true", f"out_dir={out}", timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert all(uid.split(".")[0] in library.MODULES for r in steps for uid in r["uids"])
+    assert any(r["episode/queries_mean"] > 0 for r in steps)  # the real functions were called
+
+
+@pytest.mark.slow
+def test_eval_on_library_functions_writes_its_report(tmp_path, run_module):
+    from aac.eval import records
+
+    out = tmp_path / "eval"
+    res = run_module("aac.eval", "+recipe=tiny", "env.domain=library", "limit=2", f"out_dir={out}", timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = json.loads((out / records.REPORT_JSON).read_text())
+    assert report["instances"] == 2 if "instances" in report else report
