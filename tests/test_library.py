@@ -160,7 +160,11 @@ def test_eval_on_library_functions_writes_its_report(tmp_path, run_module):
     from aac.eval import records
 
     out = tmp_path / "eval"
-    res = run_module("aac.eval", "+recipe=tiny", "env.domain=library", "limit=2", f"out_dir={out}", timeout=900)
+    res = run_module("aac.eval", "+recipe=tiny", "env.domain=library", "limit=2", "eval.max_calls=2",
+                     "eval.max_tokens_per_turn=16", "eval.judge_max_tokens=8", "eval.coder_max_tokens=16",
+                     f"out_dir={out}", timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     report = json.loads((out / records.REPORT_JSON).read_text())
-    assert report["instances"] == 2 if "instances" in report else report
+    episodes = [json.loads(line) for line in (out / records.EPISODES).read_text().splitlines()]
+    assert len(episodes) == 2 and all(e["uid"].split(".")[0] in library.MODULES for e in episodes)
+    assert report

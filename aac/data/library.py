@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aac.data.build import _stored_output, split_instances
+from aac.data.build import Example, _stored_output, _two_distinct, split_instances
 from aac.data.inputs import Mutator, render
 from aac.data.search import probe_calls
 from aac.env.instance import Instance
@@ -333,15 +333,6 @@ def _probes(arity: int, n: int, seed: int) -> tuple[tuple[str, tuple], ...]:
     with hypothesis costs ~0.5 s; mutation then varies them per function)."""
     return tuple(probe_calls(arity, n, seed))
 
-@dataclass(eq=False)
-class _Example:
-    input: str
-    args: tuple
-    output: Any  # as stored
-    key: str  # canonical JSON of the normalised output
-    seed: bool  # from the docstring
-
-
 @dataclass
 class _Row:
     qualname: str
@@ -371,7 +362,7 @@ class _FunctionBuilder:
             seeds = dict(_probes(arity, cfg.probe_budget, cfg.seed))
         code = wrapper_source(cand.qualname, arity)
         leak = name_pattern(cand.name)
-        examples: dict[str, _Example] = {}
+        examples: dict[str, Example] = {}
         behaviours: set[str] = set()  # "out:" output keys and "error:" types reached
         seen = set(seeds)
         mutator = Mutator(rng)
@@ -390,7 +381,7 @@ class _FunctionBuilder:
                         novel.append(args)
                     continue
                 stored = _stored_output(res, cfg.max_output_chars)
-                if res.output is None and res.output_repr != "None" or stored is None:
+                if (res.output is None and res.output_repr != "None") or stored is None:
                     not_literal += 1
                     continue
                 if res.duration_s > cfg.max_call_s:
@@ -403,7 +394,7 @@ class _FunctionBuilder:
                 if f"out:{key}" not in behaviours:
                     behaviours.add(f"out:{key}")
                     novel.append(args)
-                examples[text] = _Example(text, args, value, key, seed=text in seeds)
+                examples[text] = Example(text, args, value, key, None, seed=text in seeds)
             if printed:
                 row.reason = "prints"
                 return row
@@ -439,20 +430,14 @@ class _FunctionBuilder:
             results[k] = res
         return results
 
-    def _select(self, pool: list[_Example]) -> tuple[list[_Example], list[_Example]] | str:
+    def _select(self, pool: list[Example]) -> tuple[list[Example], list[Example]] | str:
         """Context: 2 distinct outputs, docstring calls first; tests: one example per distinct output
         (in discovery order), then others, up to max_tests."""
-        ordered = sorted(pool, key=lambda e: not e.seed)
-        context: list[_Example] = []
-        for e in ordered:
-            if all(e.key != c.key for c in context):
-                context.append(e)
-            if len(context) == 2:
-                break
+        context = _two_distinct(sorted(pool, key=lambda e: not e.seed))
         if len(context) < 2:
             return "no 2 distinct outputs"
         rest = [e for e in pool if e not in context]
-        tests: list[_Example] = []
+        tests: list[Example] = []
         shown: set[str] = set()
         for e in rest:
             if e.key not in shown and len(tests) < self.cfg.max_tests:
