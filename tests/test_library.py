@@ -18,6 +18,7 @@ from aac.env.prompts import in_context_prompt
 from aac.env.protocol import Episode, sandbox_caller
 from aac.env.rows import write_instances
 from aac.env.teacher import privileged_block
+from aac.eval.codematch import score_code
 from aac.sandbox.pool import SandboxPool
 
 FUNCTIONS = ("numpy.cumsum", "statistics.median", "math.comb", "itertools.combinations", "bisect.bisect_left",
@@ -77,8 +78,16 @@ def test_built_rows_reload_as_library_rows_and_reproduce_in_a_fresh_sandbox(buil
     for inst in instances:
         assert inst.domain == "library" and len(inst.train_examples) == 2 and 4 <= len(inst.test_examples) <= 10
         assert inst.description == _candidate(inst.uid).description
+    cumsum = next(i for i in instances if i.uid == "numpy.cumsum")
+    assert cumsum.header == "def test_func(arg0, arg1):"  # the docstring's commonest call: (a, axis)
+    written = ("def test_func(arg0, arg1):\n    import numpy\n    r = numpy.cumsum(arg0, arg1)\n"
+               "    return {'array': r.tolist(), 'dtype': str(r.dtype)}\n")
     with SandboxPool(workers=2, preload=library.PRELOAD) as fresh:
         assert library.reverify(instances, fresh) == set()
+        # code match: a coder's function returning the shown representation matches the real one
+        cases = get_domain("library").match_cases(cumsum)
+        assert score_code(written, cases, fresh, timeout_s=2).score == 1.0
+        assert score_code(written.replace("cumsum", "cumprod"), cases, fresh, timeout_s=2).score < 1.0
     d = summary.as_dict()
     assert d["rows_with_doctest_seeds"] >= 4 and d["mean_distinct_test_outputs"] >= 4
 
@@ -167,4 +176,4 @@ def test_eval_on_library_functions_writes_its_report(tmp_path, run_module):
     report = json.loads((out / records.REPORT_JSON).read_text())
     episodes = [json.loads(line) for line in (out / records.EPISODES).read_text().splitlines()]
     assert len(episodes) == 2 and all(e["uid"].split(".")[0] in library.MODULES for e in episodes)
-    assert report
+    assert report["n"] == 2 and report["code_match"] and all(k.startswith("library:") for k in report["by_source"])
