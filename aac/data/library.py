@@ -333,6 +333,7 @@ def _probes(arity: int, n: int, seed: int) -> tuple[tuple[str, tuple], ...]:
     with hypothesis costs ~0.5 s; mutation then varies them per function)."""
     return tuple(probe_calls(arity, n, seed))
 
+
 @dataclass
 class _Row:
     qualname: str
@@ -374,6 +375,9 @@ class _FunctionBuilder:
             for (text, args), res in zip(batch, results):
                 if not res.ok:
                     kind = res.error.split(":", 1)[0]
+                    if kind == "TimeoutError":
+                        slow += 1
+                        continue
                     printed += kind == PRINTED
                     row.leaked += bool(leak.search(res.error))
                     if f"error:{kind}" not in behaviours:
