@@ -33,6 +33,7 @@ import functools
 import importlib
 import inspect
 import json
+import platform
 import random
 import re
 import statistics
@@ -543,7 +544,8 @@ def build_splits(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None
     """`builtin:library`: {train, test} (seeded 80/20 by function), its meta and the summary text."""
     instances, summary = build(cfg, limit)
     splits = split_instances(instances, cfg.seed)
-    meta = {"seed": cfg.seed, "domain": DOMAIN, "config": asdict(cfg), **summary.as_dict(),
+    versions = {"python": platform.python_version(), "numpy": importlib.import_module("numpy").__version__}
+    meta = {"seed": cfg.seed, "domain": DOMAIN, "config": asdict(cfg), "versions": versions, **summary.as_dict(),
             "sizes": {split: len(rows) for split, rows in splits.items()}}
     return splits, meta, summary.text()
 
