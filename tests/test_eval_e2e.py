@@ -40,17 +40,25 @@ def lora_checkpoint(tmp_path_factory, smollm2_path):
     return step
 
 
+def _evaluate(*overrides: str) -> None:
+    """The harness in this process: what `python -m aac.eval` runs, without a process start-up."""
+    from aac.config import compose
+    from aac.eval.config import rewrite_aliases
+    from aac.eval.harness import evaluate
+
+    evaluate(compose(*rewrite_aliases([*SMALL, *overrides]), config_name="eval_config"))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, lora_checkpoint, run_module):
+    """Two runs cover both modes and the checkpoint (which loads the same way in either mode): the
+    first through the command line, the second in-process."""
     out = tmp_path_factory.mktemp("eval")
-    dirs = {}
-    # two runs cover both modes and the checkpoint (which loads the same way in either mode)
-    for label, mode, extra in [("base", "interactive", []), ("lora", "in_context", [f"checkpoint={lora_checkpoint}"])]:
-        d = out / f"{label}_{mode}"
-        res = run_module("aac.eval", *SMALL, f"limit={LIMIT}", f"mode={mode}", *extra, f"out_dir={d}",
-                         timeout=600, env=ENV)
-        assert res.returncode == 0, res.stderr[-3000:]
-        dirs[(label, mode)] = d
+    dirs = {("base", "interactive"): out / "base_interactive", ("lora", "in_context"): out / "lora_in_context"}
+    res = run_module("aac.eval", *SMALL, f"limit={LIMIT}", "mode=interactive",
+                     f"out_dir={dirs['base', 'interactive']}", timeout=600, env=ENV)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _evaluate(f"limit={LIMIT}", "mode=in_context", f"checkpoint={lora_checkpoint}", f"out_dir={dirs['lora', 'in_context']}")
     return out, dirs
 
 
@@ -89,7 +97,7 @@ def test_compare_table(runs, run_module):
     print("\n" + res.stdout)
 
 
-def test_killed_run_resumes_without_redoing_finished_episodes(runs, run_module, lora_checkpoint):
+def test_killed_run_resumes_without_redoing_finished_episodes(runs, lora_checkpoint):
     """The run grown to LIMIT + 1 instances, killed while writing the new episode: the rerun keeps the
     finished episode and its score as they were and plays and scores only the new one."""
     _, dirs = runs
@@ -97,9 +105,7 @@ def test_killed_run_resumes_without_redoing_finished_episodes(runs, run_module, 
     (first,) = (d / records.EPISODES).read_text().splitlines(keepends=True)
     scores = (d / records.SCORES).read_text()
     (d / records.EPISODES).write_text(first + first[:25])  # a torn second line
-    res = run_module("aac.eval", *SMALL, f"limit={LIMIT + 1}", "mode=in_context", f"checkpoint={lora_checkpoint}",
-                     f"out_dir={d}", timeout=600, env=ENV)
-    assert res.returncode == 0, res.stderr[-3000:]
+    _evaluate(f"limit={LIMIT + 1}", "mode=in_context", f"checkpoint={lora_checkpoint}", f"out_dir={d}")
     timing = json.loads((d / records.TIMING).read_text())
     assert timing["play"]["episodes"] == timing["score"]["episodes"] == LIMIT + 1  # 1 first, then 1 more
     again = records.read_jsonl(d / records.EPISODES)
