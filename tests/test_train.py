@@ -16,7 +16,7 @@ import pytest
 
 from aac.config import compose
 from aac.metrics import read
-from aac.train import DataOrder, SyncError, Trainer
+from aac.train import DataOrder, SyncError, Trainer, train
 
 # A reward the random tiny model can learn: every turn is scored by its length alone
 # (short turns win), nothing depends on the critic or on parsing.
@@ -158,17 +158,22 @@ def _short_tmp() -> str:
 STEPS = 4
 
 
+def _resumable(out: Path, *extra: str) -> tuple[str, ...]:
+    """Overrides (after tiny_cfg's) of a run that checkpoints every step."""
+    return f"out_dir={out}", f"max_steps={STEPS}", "save_every=1", *LEARNABLE, *extra
+
+
 def _train_cmd(out: Path, *extra: str) -> list[str]:
-    # in-process pieces: resuming is about checkpoints, and three Ray start-ups would cost a minute
-    return [sys.executable, "-m", "aac.train", "+recipe=tiny", "rollout.placement=local", f"out_dir={out}",
-            f"max_steps={STEPS}", "save_every=1", *LEARNABLE, *extra]
+    # in-process pieces: resuming is about checkpoints, and Ray start-ups would cost a minute
+    return [sys.executable, "-m", "aac.train", "+recipe=tiny", "rollout.placement=local", *_resumable(out, *extra)]
 
 
 @pytest.mark.slow
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     env = dict(os.environ, RAY_TMPDIR=_short_tmp(), PYTHONUNBUFFERED="1")
     full, killed = tmp_path / "full", tmp_path / "killed"
-    subprocess.run(_train_cmd(full), check=True, env=env, capture_output=True, timeout=600)
+    # only the killed run needs a process of its own: the reference and the resume run in-process (a start-up each saved)
+    train(tiny_cfg(*_resumable(full)))
 
     proc = subprocess.Popen(_train_cmd(killed), env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -182,7 +187,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     latest = (killed / "checkpoints" / (killed / "checkpoints" / "latest").read_text().strip())
     assert (latest / "trainer.json").exists() and (latest / "adapter" / "adapter_config.json").exists()
 
-    subprocess.run(_train_cmd(killed, "resume=true"), check=True, env=env, capture_output=True, timeout=600)
+    train(tiny_cfg(*_resumable(killed, "resume=true")))
     a, b = read(full / "metrics.jsonl"), read(killed / "metrics.jsonl")
     assert [r["step"] for r in b] == list(range(1, STEPS + 1))
     assert [r["uids"] for r in a] == [r["uids"] for r in b]  # same data order
