@@ -228,6 +228,10 @@ class LearnerConfig:
     # log-probs from the lm_head this many positions at a time, each chunk's float32 logits recomputed
     # in backward: memory of one chunk instead of [tokens x vocab]; 0: all at once (no recompute)
     logprob_chunk: int = 256
+    # CPU only: glibc's mmap threshold fixed at this many KiB, so freed activations go back to the system
+    # (peak RSS near the live tensors; SmolLM2 at 4096 tokens: see benchmarks/RESULTS.md) at the cost of a
+    # page fault per touched page of each new block; 0: glibc's dynamic threshold (a fragmented heap)
+    malloc_mmap_threshold_kb: int = 1024
 
 
 @dataclass
