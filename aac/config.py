@@ -229,9 +229,10 @@ class LearnerConfig:
     # in backward: memory of one chunk instead of [tokens x vocab]; 0: all at once (no recompute)
     logprob_chunk: int = 256
     # CPU only: glibc's mmap threshold fixed at this many KiB, so freed activations go back to the system
-    # (peak RSS near the live tensors; SmolLM2 at 4096 tokens: see benchmarks/RESULTS.md) at the cost of a
-    # page fault per touched page of each new block; 0: glibc's dynamic threshold (a fragmented heap)
-    malloc_mmap_threshold_kb: int = 1024
+    # (SmolLM2 ckpt update at 4096 tokens: peak RSS 4.66 -> 1.39 GB) at the cost of fresh zeroed pages for
+    # every new block (the same update ran ~1.9x longer, at a different load: benchmarks/RESULTS.md);
+    # 0: glibc's dynamic threshold (faster, a fragmented heap). 1024 with gradient_checkpointing for memory
+    malloc_mmap_threshold_kb: int = 0
 
 
 @dataclass

@@ -6,8 +6,9 @@ loss, and peak memory.
     python benchmarks/bench_update.py --modes padded,shared_ckpt --rounds 3
 
 Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the path before issue
-11), `shared` (prefix_sharing, logprob_chunk=256, learner.malloc_mmap_threshold_kb's default),
-`shared_ckpt` (the same with gradient checkpointing). Rounds run the modes in turn (A B C A B C),
+11), `shared` (prefix_sharing, logprob_chunk=256, learner.malloc_mmap_threshold_kb=1024),
+`shared_ckpt` (the same with gradient checkpointing), `shared_ckpt_heap` (that with glibc's
+dynamic threshold). Rounds run the modes in turn (A B C A B C),
 so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
 Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
 adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS once the
@@ -31,8 +32,10 @@ from pathlib import Path
 
 MODES = {
     "padded": dict(prefix_sharing=False, logprob_chunk=0, malloc_mmap_threshold_kb=0),
-    "shared": dict(prefix_sharing=True, logprob_chunk=256),
-    "shared_ckpt": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True),
+    "shared": dict(prefix_sharing=True, logprob_chunk=256, malloc_mmap_threshold_kb=1024),
+    "shared_ckpt": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True, malloc_mmap_threshold_kb=1024),
+    "shared_ckpt_heap": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
+                             malloc_mmap_threshold_kb=0),  # what the fixed mmap threshold costs and saves
 }
 
 
