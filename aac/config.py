@@ -250,6 +250,11 @@ class LearnerConfig:
     # log-probs from the lm_head this many positions at a time, each chunk's float32 logits recomputed
     # in backward: memory of one chunk instead of [tokens x vocab]; 0: all at once (no recompute)
     logprob_chunk: int = 256
+    # CPU only: glibc's mmap threshold fixed at this many KiB, so freed activations go back to the system
+    # (SmolLM2 ckpt update at 4096 tokens: peak RSS 4.66 -> 1.39 GB) at the cost of fresh zeroed pages for
+    # every new block (the same update ran ~1.9x longer, at a different load: benchmarks/RESULTS.md);
+    # 0: glibc's dynamic threshold (faster, a fragmented heap). 1024 with gradient_checkpointing for memory
+    malloc_mmap_threshold_kb: int = 0
 
 
 @dataclass

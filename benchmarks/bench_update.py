@@ -2,14 +2,19 @@
 prefix-shared one, side by side: generated (loss) tokens per second of update, tokens computed,
 loss, and peak memory.
 
-    python benchmarks/bench_update.py                      # all modes at micro_batch_tokens=4096
-    python benchmarks/bench_update.py --modes shared,shared_ckpt
+    python benchmarks/bench_update.py                      # all modes, 2 interleaved rounds
+    python benchmarks/bench_update.py --modes padded,shared_ckpt --rounds 3
 
-Modes: `padded` (prefix_sharing=false, logprob_chunk=0: the path before issue 11), `shared`
-(prefix_sharing, logprob_chunk=256), `shared_ckpt` (the same with gradient checkpointing).
-Each mode runs in its own process on the same batch (benchmarks/demo_batch.py) from the same
-initial adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS
-after the model was loaded. "computed" counts the positions the model ran, padding included.
+Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the path before issue
+11), `shared` (prefix_sharing, logprob_chunk=256, learner.malloc_mmap_threshold_kb=1024),
+`shared_ckpt` (the same with gradient checkpointing), `shared_ckpt_heap` (that with glibc's
+dynamic threshold). Rounds run the modes in turn (A B C A B C),
+so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
+Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
+adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS once the
+model's weights are resident. "computed" counts the positions the model ran, padding included.
+The padded path runs at `--padded-micro-batch-tokens` (its peak at 4096 is ~12 GB, more than this
+machine can spare); a child whose RSS passes `--rss-cap-gb` is killed and reported as such.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,9 +31,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 MODES = {
-    "padded": dict(prefix_sharing=False, logprob_chunk=0),
-    "shared": dict(prefix_sharing=True, logprob_chunk=256),
-    "shared_ckpt": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True),
+    "padded": dict(prefix_sharing=False, logprob_chunk=0, malloc_mmap_threshold_kb=0),
+    "shared": dict(prefix_sharing=True, logprob_chunk=256, malloc_mmap_threshold_kb=1024),
+    "shared_ckpt": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True, malloc_mmap_threshold_kb=1024),
+    "shared_ckpt_heap": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
+                             malloc_mmap_threshold_kb=0),  # what the fixed mmap threshold costs and saves
 }
 
 
@@ -48,6 +56,8 @@ def run_mode(mode: str, batch_file: str, micro_batch_tokens: int) -> dict:
     cfg = LearnerConfig(backend="torch", lora_r=8, lora_alpha=16, lr=1e-4, dtype="float32",
                         micro_batch_tokens=micro_batch_tokens, **MODES[mode])
     learner = Learner(cfg, resolve_model("smollm2_135m"), seed=0)
+    for p in learner.policy.parameters():  # the weights are mmapped: count them resident before timing
+        p.data.sum()
     loaded = _rss_gb()
     start = time.perf_counter()
     m = learner.update(samples)
@@ -63,10 +73,37 @@ def run_mode(mode: str, batch_file: str, micro_batch_tokens: int) -> dict:
             "peak_rss_gb": round(_rss_gb(), 2), "peak_over_loaded_gb": round(_rss_gb() - loaded, 2)}
 
 
+def _run_child(mode: str, batch: str, micro_batch_tokens: int, cap_gb: float) -> dict | str:
+    """One mode in its own process: its result row, or why there is none."""
+    cmd = [sys.executable, __file__, "--run", mode, "--batch", batch, "--micro-batch-tokens", str(micro_batch_tokens)]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        over = False
+        while child.poll() is None:
+            time.sleep(0.5)
+            status = Path(f"/proc/{child.pid}/status")
+            rss = next((int(line.split()[1]) for line in status.read_text().splitlines()
+                        if line.startswith("VmRSS")), 0) if status.exists() else 0
+            if rss > cap_gb * 2**20:
+                child.kill()
+                over = True
+        child.wait()
+        out.seek(0)
+        err.seek(0)
+        if over:
+            return f"killed: RSS over {cap_gb} GB"
+        if child.returncode != 0:  # e.g. SIGKILL by the OOM killer
+            return f"exit {child.returncode}: {(err.read().strip().splitlines() or ['killed'])[-1]}"
+        return json.loads(out.read().strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--micro-batch-tokens", type=int, default=4096)
+    ap.add_argument("--padded-micro-batch-tokens", type=int, default=1024)
+    ap.add_argument("--rss-cap-gb", type=float, default=6.0)
     ap.add_argument("--run", help=argparse.SUPPRESS)  # child: one mode
     ap.add_argument("--batch", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -84,24 +121,29 @@ def main() -> None:
     samples = demo_samples(AutoTokenizer.from_pretrained(resolve_model("smollm2_135m")))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([asdict(s) for s in samples], f)
+    modes = args.modes.split(",")
+    budgets = {m: args.padded_micro_batch_tokens if m == "padded" else args.micro_batch_tokens for m in modes}
     print(f"batch: {len(samples)} turns, {sum(len(s) for s in samples)} tokens, "
-          f"{sum(len(s.completion_ids) for s in samples)} generated; micro_batch_tokens={args.micro_batch_tokens}",
-          flush=True)
-    rows = []
-    for mode in args.modes.split(","):
-        out = subprocess.run([sys.executable, __file__, "--run", mode, "--batch", f.name,
-                              "--micro-batch-tokens", str(args.micro_batch_tokens)], capture_output=True, text=True)
-        if out.returncode != 0:  # e.g. SIGKILL by the OOM killer: the padded path peaks at ~12 GB at 4096
-            print(f"{mode}: exit {out.returncode}, {out.stderr.strip().splitlines()[-1:] or 'killed'}", flush=True)
-            continue
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        print(json.dumps(rows[-1]), flush=True)
-    base = rows[0]
-    print(f"\n| mode | update s | generated tok/s | x {base['mode']} | tokens computed | loss | peak RSS GB "
-          "(over loaded) |\n|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['mode']} | {r['seconds']} | {r['gen_tok_s']} | {r['gen_tok_s'] / base['gen_tok_s']:.2f} | "
-              f"{r['computed']} | {r['loss']:.7f} | {r['peak_rss_gb']} ({r['peak_over_loaded_gb']}) |")
+          f"{sum(len(s.completion_ids) for s in samples)} generated; micro_batch_tokens {budgets}", flush=True)
+    runs: dict[str, list[dict]] = {m: [] for m in modes}
+    for round_ in range(args.rounds):
+        for mode in modes:
+            row = _run_child(mode, f.name, budgets[mode], args.rss_cap_gb)
+            print(f"round {round_ + 1} {mode}: {json.dumps(row)}", flush=True)
+            if isinstance(row, dict):
+                runs[mode].append(row)
+    done = [m for m in modes if runs[m]]
+    if not done:
+        return
+    base = done[0]
+    med = {m: statistics.median(r["gen_tok_s"] for r in runs[m]) for m in done}
+    print(f"\n| mode | micro_batch_tokens | update s (runs) | generated tok/s (median) | x {base} | tokens computed "
+          "| loss | peak RSS GB (over resident model) |\n|---|---:|---|---:|---:|---:|---|---|")
+    for m in done:
+        r = runs[m]
+        print(f"| {m} | {budgets[m]} | {', '.join(str(x['seconds']) for x in r)} | {med[m]} | "
+              f"{med[m] / med[base]:.2f} | {r[0]['computed']} | {r[0]['loss']:.7f} | "
+              f"{max(x['peak_rss_gb'] for x in r)} ({max(x['peak_over_loaded_gb'] for x in r)}) |")
 
 
 if __name__ == "__main__":
