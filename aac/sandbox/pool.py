@@ -78,7 +78,8 @@ class CallResult:
         return self.error is None
 
 
-def _error_result(error: str, duration_s: float) -> CallResult:
+def error_result(error: str, duration_s: float) -> CallResult:
+    """A call that gave no value: `error` (one line, clipped), nothing to show or compare."""
     return CallResult(output=None, error=error[:_MAX_ERROR_CHARS], duration_s=duration_s, output_repr="None",
                       normalized=None)
 
@@ -441,29 +442,29 @@ class _Child:
                     self.ready()
                 except _SpawnError as exc:
                     self.terminate()
-                    return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0), False
+                    return error_result(f"SandboxError: could not start a worker ({exc})", 0.0), False
                 start = time.monotonic()
                 deadline = start + timeout_s
             resp = self.reader.read(deadline)
         except proto.FrameTimeout:
             self.terminate()
-            return _error_result(f"TimeoutError: call exceeded {float(timeout_s)} s", time.monotonic() - start), False
+            return error_result(f"TimeoutError: call exceeded {float(timeout_s)} s", time.monotonic() - start), False
         except proto.ProtocolError as exc:
             self.terminate()
-            return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
+            return error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
         except OSError:  # a broken pipe: the child is gone
             resp = None
         if resp is None:
             reason = _describe_exit(self._exit_code())
             self.terminate()
-            return _error_result(f"SandboxError: the worker {reason} during the call",
+            return error_result(f"SandboxError: the worker {reason} during the call",
                                  time.monotonic() - start), False
         try:
             result, retire = self._result(resp, time.monotonic() - start)
         except (KeyError, TypeError, ValueError) as exc:
             self.terminate()
-            return _error_result(f"SandboxError: invalid reply from the worker ({exc})",
+            return error_result(f"SandboxError: invalid reply from the worker ({exc})",
                                  time.monotonic() - start), False
         if retire or self.reader.buf:  # leftover bytes: something else wrote to the pipe
             self.terminate()
@@ -496,7 +497,7 @@ class _Child:
         retire = resp.get("retire") is not None
         error = resp.get("error")
         if error is not None:
-            return _error_result(str(error), float(duration)), retire
+            return error_result(str(error), float(duration)), retire
         text = resp["repr"]
         if type(text) is not str:
             raise TypeError("repr is not a string")
@@ -692,14 +693,14 @@ class SandboxPool:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         if not isinstance(input_str, str):
-            return _error_result(f"InputParseError: input must be a str, got {type(input_str).__name__}", 0.0)
+            return error_result(f"InputParseError: input must be a str, got {type(input_str).__name__}", 0.0)
         if len(input_str) > self._opts.max_input_chars:  # don't ship it; the child re-checks the rest
-            return _error_result(f"InputParseError: input has {len(input_str)} characters, more than the limit "
+            return error_result(f"InputParseError: input has {len(input_str)} characters, more than the limit "
                                  f"of {self._opts.max_input_chars}", 0.0)
         try:
             child, evicted = self._acquire(source)
         except _SpawnError as exc:
-            return _error_result(f"SandboxError: could not start a worker ({exc})", 0.0)
+            return error_result(f"SandboxError: could not start a worker ({exc})", 0.0)
         result, keep = None, False
         try:
             result, keep = child.call(input_str, timeout_s, spread_list)

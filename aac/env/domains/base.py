@@ -55,6 +55,7 @@ class Domain:
 
     name: str = ""
     black_box: type[BlackBox] = BlackBox
+    wordings: dict[str, Wording] = {}  # prompt style (paper | compact) -> the domain's words in it
 
     def check_instance(self, instance: Instance) -> None:
         """Raise ValueError (one line: what is wrong) for an instance this domain cannot play."""
@@ -67,7 +68,7 @@ class Domain:
 
     def wording(self, style: str) -> Wording:
         """The words of the prompts in `style` (paper | compact)."""
-        raise NotImplementedError
+        return self.wordings[style]
 
     def in_context_prompt(self, instance: Instance, max_chars: int = 200) -> list[dict]:
         """PAU's in-context mode: the header and the context examples, one description asked for."""

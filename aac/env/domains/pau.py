@@ -12,7 +12,6 @@ from aac.sandbox.values import parse_input
 if TYPE_CHECKING:
     from aac.env.instance import Instance
     from aac.env.observation import Observation
-    from aac.env.prompts import Wording
 
 CODER_PROMPT = """\
 Write the Python function described below.
@@ -38,9 +37,6 @@ class FunctionDomain(Domain):
 
     def context(self, instance: Instance, max_chars: int = 2000) -> list[Observation]:
         return prompts.context_observations(instance, max_chars)
-
-    def wording(self, style: str) -> Wording:
-        return self.wordings[style]
 
     def extract_query(self, reply: str) -> str | None:
         return prompts.extract_input(reply)

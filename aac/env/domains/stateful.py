@@ -28,7 +28,7 @@ from aac.env import prompts
 from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
 from aac.env.observation import Observation
 from aac.env.prompts import Wording, _balanced_end, strip_think
-from aac.sandbox.pool import CallResult
+from aac.sandbox.pool import CallResult, error_result
 from aac.sandbox.values import InputParseError, parse_literal
 
 if TYPE_CHECKING:
@@ -235,10 +235,6 @@ def step_error(result: Any) -> str | None:
     return None
 
 
-def _local_error(error: str) -> CallResult:
-    return CallResult(output=None, error=error, duration_s=0.0, output_repr="None", normalized=None)
-
-
 _SANDBOX_FAILURES = ("TimeoutError: call exceeded", "SandboxError:")
 
 
@@ -260,9 +256,9 @@ class ObjectBox(BlackBox):
     def call(self, query: str, timeout_s: float) -> CallResult:
         name, args = parse_call(query)
         if name not in self.arities:
-            return _local_error(f"AttributeError: '{CLASS}' object has no attribute '{name}'")
+            return error_result(f"AttributeError: '{CLASS}' object has no attribute '{name}'", 0.0)
         if name != NEW and not self.history:
-            return _local_error(f"RuntimeError: {NO_OBJECT}")
+            return error_result(f"RuntimeError: {NO_OBJECT}", 0.0)
         calls = [(name, args)] if name == NEW else [*self.history, (name, args)]
         result = self.caller(self.source, calls_literal(calls), timeout_s)
         if (result.error or "").startswith(_SANDBOX_FAILURES):
@@ -300,9 +296,6 @@ class StatefulDomain(Domain):
                 shown = "None" if error is not None else prompts.example_repr(result, max_chars)
                 out.append(Observation(call_text(name, args), shown, error))
         return out
-
-    def wording(self, style: str) -> Wording:
-        return self.wordings[style]
 
     def extract_query(self, reply: str) -> str | None:
         """The call of an input-turn reply, canonical (`m2(3, 'x')`): from the first `Input:` line, else
