@@ -13,6 +13,7 @@ import pytest
 from aac.critic.judgment import Judgment
 from aac.critic.prompts import critic_messages
 from aac.data import library
+from aac.data.build import unreproduced
 from aac.datasets import load_instances
 from aac.env.domains import get_domain
 from aac.env.prompts import in_context_prompt
@@ -84,7 +85,7 @@ def test_built_rows_reload_as_library_rows_and_reproduce_in_a_fresh_sandbox(buil
     written = ("def test_func(arg0, arg1):\n    import numpy\n    r = numpy.cumsum(arg0, arg1)\n"
                "    return {'array': r.tolist(), 'dtype': str(r.dtype)}\n")
     with SandboxPool(workers=2, preload=library.PRELOAD) as fresh:
-        assert library.reverify(instances, fresh) == set()
+        assert unreproduced(instances, fresh) == set()
         # code match: a coder's function returning the shown representation matches the real one
         cases = get_domain("library").match_cases(cumsum)
         assert score_code(written, cases, fresh, timeout_s=2).score == 1.0
@@ -152,4 +153,4 @@ def test_builtin_library_has_150_rows_split_train_test_all_reproducing(tmp_path)
     # the builder re-ran every row in a fresh pool before keeping it; here a seeded sample again
     sample = random.Random(0).sample(train + test, 40)
     with SandboxPool(workers=2, preload=library.PRELOAD) as fresh:
-        assert library.reverify(sample, fresh) == set()
+        assert unreproduced(sample, fresh) == set()

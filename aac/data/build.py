@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -495,15 +495,22 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
     return instances, summary
 
 
+def unreproduced(instances: Iterable[Instance], pool: SandboxPool, *, timeout_s: float = 5.0,
+                 program: Callable[[Instance], str] = lambda inst: inst.code) -> set[str]:
+    """uids of the rows whose stored context and test examples do not all reproduce in `pool` (give
+    it a fresh one); `program`: the source run on an example's input (a domain's harness around the code)."""
+    jobs = [(inst, i, o) for inst in instances for i, o in [*inst.train_examples, *inst.test_examples]]
+    results = pool.call_many([(program(inst), i) for inst, i, _ in jobs], timeout_s=timeout_s)
+    return {inst.uid for (inst, _, out), r in zip(jobs, results) if not (r.ok and outputs_match(out, r.normalized))}
+
+
 def verify(path: str | Path, *, timeout_s: float = 5.0) -> dict:
     """Re-run every stored context and test example of a built file in a fresh sandbox."""
     instances = load_instances(path, on_bad_row="raise")
-    jobs = [(inst, i, o) for inst in instances for i, o in [*inst.train_examples, *inst.test_examples]]
     with SandboxPool(workers=2) as pool:
-        results = pool.call_many([(inst.code, i) for inst, i, _ in jobs], timeout_s=timeout_s)
-    bad = sorted({inst.uid for (inst, _, out), r in zip(jobs, results)
-                  if not (r.ok and outputs_match(out, r.normalized))})
-    return {"rows": len(instances), "examples": len(jobs), "rows_not_reproduced": bad}
+        bad = sorted(unreproduced(instances, pool, timeout_s=timeout_s))
+    examples = sum(len(inst.train_examples) + len(inst.test_examples) for inst in instances)
+    return {"rows": len(instances), "examples": examples, "rows_not_reproduced": bad}
 
 
 # ---------------------------------------------------------------- the embedded default set

@@ -44,13 +44,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aac.data.build import Example, _stored_output, _two_distinct, split_instances
+from aac.data.build import Example, _stored_output, _two_distinct, split_instances, unreproduced
 from aac.data.inputs import Mutator, render
 from aac.data.search import probe_calls
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
 from aac.sandbox.pool import DEFAULT_PRELOAD, SandboxPool
-from aac.sandbox.values import canonical_json, outputs_match
+from aac.sandbox.values import canonical_json
 
 DOMAIN = "library"
 MODULES = ("math", "statistics", "itertools", "string", "textwrap", "bisect", "heapq", "operator", "functools",
@@ -499,14 +499,6 @@ class LibrarySummary:
         return "\n".join(lines)
 
 
-def reverify(instances: list[Instance], pool: SandboxPool, timeout_s: float = 5.0) -> set[str]:
-    """uids whose stored examples do not all reproduce in `pool` (give it a fresh one)."""
-    jobs = [(inst.uid, i, o) for inst in instances for i, o in [*inst.train_examples, *inst.test_examples]]
-    code = {inst.uid: inst.code for inst in instances}
-    results = pool.call_many([(code[uid], i) for uid, i, _ in jobs], timeout_s=timeout_s)
-    return {uid for (uid, _, out), r in zip(jobs, results) if not (r.ok and outputs_match(out, r.normalized))}
-
-
 def build(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None) -> tuple[list[Instance], LibrarySummary]:
     """Instances of every candidate (the first `limit` ones) and the summary of the run."""
     start, summary = time.monotonic(), LibrarySummary()
@@ -518,7 +510,7 @@ def build(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None) -> tup
         rows = [builder.run(c) for c in cands]
     kept = [r.instance for r in rows if r.instance is not None]
     with SandboxPool(workers=cfg.workers, preload=PRELOAD) as fresh:  # nondeterminism shows in a new process
-        unstable = reverify(kept, fresh)
+        unstable = unreproduced(kept, fresh)
     instances = []
     for row in rows:
         summary.leaked_calls += row.leaked

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aac.data.build import TEST_FRACTION, split_instances
+from aac.data.build import TEST_FRACTION, split_instances, unreproduced
 from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
 from aac.data.inputs import Mutator, code_constants, render
 from aac.env.domains.stateful import (
@@ -53,7 +53,7 @@ from aac.env.instance import Instance, load_instances
 from aac.env.prompts import in_context_prompt
 from aac.env.rows import write_instances
 from aac.sandbox.pool import SandboxPool
-from aac.sandbox.values import canonical_json, outputs_match
+from aac.sandbox.values import canonical_json
 
 log = logging.getLogger(__name__)
 SOURCES = Path(__file__).resolve().parents[1] / "_data" / "stateful"
@@ -430,13 +430,12 @@ def build_splits(cfg: StatefulConfig = StatefulConfig()) -> tuple[dict[str, list
 
 def verify(instances: Iterable[Instance], *, timeout_s: float = 5.0) -> dict:
     """Re-run every stored context and test sequence in a fresh sandbox; the rows whose steps differ."""
-    jobs = [(inst, lit, out) for inst in instances for lit, out in [*inst.train_examples, *inst.test_examples]]
+    instances = list(instances)
     with SandboxPool(workers=1) as pool:
-        results = pool.call_many([(inst.code + RECORD_HARNESS, lit) for inst, lit, _ in jobs], timeout_s=timeout_s)
-    bad = sorted({inst.uid for (inst, _, out), r in zip(jobs, results)
-                  if not (r.ok and outputs_match(out, r.normalized))})
-    return {"rows": len({inst.uid for inst, _, _ in jobs}), "sequences": len(jobs),
-            "steps": sum(len(sequence_calls(lit)) for _, lit, _ in jobs), "rows_not_reproduced": bad}
+        bad = sorted(unreproduced(instances, pool, timeout_s=timeout_s, program=lambda inst: inst.code + RECORD_HARNESS))
+    sequences = [lit for inst in instances for lit, _ in [*inst.train_examples, *inst.test_examples]]
+    return {"rows": len(instances), "sequences": len(sequences),
+            "steps": sum(len(sequence_calls(lit)) for lit in sequences), "rows_not_reproduced": bad}
 
 
 def main(argv: list[str] | None = None) -> int:
