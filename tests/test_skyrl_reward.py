@@ -208,6 +208,19 @@ def test_bad_config_is_one_clear_line(env_config, message):
     assert "\n" not in str(e.value)
 
 
+def test_a_stateful_episode_refuses_critics_that_run_a_functions_branches():
+    """As `aac.train` refuses them: coverage and the scripted critic run a query as a function input."""
+    counter = replace(INSTANCE, code="class Obj:\n    def m0(self):\n        return 1\n", header="class Obj: new(); m0()",
+                      train_examples=[("(('new', ()), ('m0', ()))", [None, 1])], test_examples=[],
+                      all_examples=[("(('new', ()), ('m0', ()))", [None, 1], None)], domain="stateful")
+    for critic in ({"kind": "scripted"}, {"informativeness": "coverage", "backend": "hf", "model": "m"}):
+        with pytest.raises(ValueError, match="env.domain=stateful needs critic.informativeness=judge"):
+            skyrl_gym.make(ENV_ID, env_config={"domain": "stateful", "critic": critic}, extras={"instance": counter},
+                           caller=fixed_caller)
+    assert skyrl_gym.make(ENV_ID, env_config={"domain": "stateful", "critic": None}, extras={"instance": counter},
+                          caller=fixed_caller).critic is None
+
+
 def test_env_config_from_omegaconf_and_one_critic_per_process():
     """SkyRL hands env_config as a DictConfig and makes one env per episode: they share one critic,
     whose engine is the endpoint the section names (nothing is asked until a turn is judged)."""

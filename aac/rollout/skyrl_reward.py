@@ -73,9 +73,9 @@ class _Turn:
     observations: list[Observation]
 
 
-def reward_sections(critic: Any, rewards: Any, max_steps: int) -> tuple[Optional[Any], Any]:
+def reward_sections(critic: Any, rewards: Any, max_steps: int, domain: str = "pau") -> tuple[Optional[Any], Any]:
     """The `critic` (None: none) and `rewards` sections as `CriticConfig` / `RewardConfig`, composed
-    over `TrainConfig`'s defaults and validated as `aac.train` validates a run."""
+    over `TrainConfig`'s defaults and validated as `aac.train` validates a run of `domain`."""
     from omegaconf import DictConfig, OmegaConf
 
     plain = []
@@ -83,11 +83,11 @@ def reward_sections(critic: Any, rewards: Any, max_steps: int) -> tuple[Optional
         if section is not None and not isinstance(section, (Mapping, DictConfig)):
             raise ValueError(f"{ENV_ID}: env_config.{name} must be a mapping, got {section!r}")
         plain.append(OmegaConf.to_container(OmegaConf.create(section)) if section is not None else None)
-    return _composed(json.dumps(plain, sort_keys=True), max_steps)
+    return _composed(json.dumps(plain, sort_keys=True), max_steps, domain)
 
 
 @functools.lru_cache(maxsize=64)
-def _composed(sections: str, max_steps: int) -> tuple[Optional[Any], Any]:
+def _composed(sections: str, max_steps: int, domain: str) -> tuple[Optional[Any], Any]:
     """Composing costs ~0.1 s, and SkyRL makes one env per episode: once per distinct env_config."""
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigKeyError
@@ -97,7 +97,7 @@ def _composed(sections: str, max_steps: int) -> tuple[Optional[Any], Any]:
     critic, rewards = json.loads(sections)
     try:
         cfg = OmegaConf.merge(OmegaConf.structured(TrainConfig),
-                              {"env": {"max_steps": max_steps}, "critic": critic or {}, "rewards": rewards or {}})
+                              {"env": {"max_steps": max_steps, "domain": domain}, "critic": critic or {}, "rewards": rewards or {}})
         validate(cfg)
         return (None if critic is None else OmegaConf.to_object(cfg.critic)), OmegaConf.to_object(cfg.rewards)
     except ConfigKeyError as e:
@@ -151,7 +151,8 @@ class CriticRewardEnv(PAUTextEnv):
         settings = dict(env_config or {})
         sections = {name: settings.pop(name, {}) for name in SECTIONS}
         super().__init__(settings, extras, caller)
-        critic, self.rewards = reward_sections(sections["critic"], sections["rewards"], self.episode.cfg.max_steps)
+        critic, self.rewards = reward_sections(sections["critic"], sections["rewards"], self.episode.cfg.max_steps,
+                                              self.episode.instance.domain)
         self.critic = None if critic is None else shared_critic(critic, self.rewards.stop_threshold,
                                                                 self.episode.cfg.spread_list)
         self._turns: list[_Turn] = []
