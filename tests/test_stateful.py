@@ -260,6 +260,16 @@ def test_prompts_and_config_of_the_domain():
         text = "\n".join(m["content"] for m in ep.prompt())
         assert "m0() -> raised IndexError: x" in text and "class Obj: new()" in text and "test_func" not in text
     assert "Source of the class Obj" in DOMAIN.privileged(inst).source_label
+    from aac.critic.judgment import Judgment
+    from aac.critic.prompts import critic_messages
+
+    for mode in ("privileged", "symmetric"):  # the critic is told it grades a class; the worked examples stay a toy function's
+        asked = critic_messages(Judgment(kind="hypothesis", instance=inst, hypothesis="a stack", observations=[],
+                                         text="a stack"), mode)
+        system, question = asked[0]["content"], asked[-1]["content"]
+        assert "hidden Python class" in system and "function" not in system
+        assert "Class header: class Obj: new()" in question and "description of the class" in question
+        assert "function" not in question
     with pytest.raises(ConfigError, match="stateful"):
         compose("env.domain=stateful", "env.constrained_format=true", "rollout=hf")
     with pytest.raises(ConfigError, match="env.domain=stateful needs critic.informativeness=judge"):

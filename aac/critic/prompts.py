@@ -32,20 +32,20 @@ MAX_TEXT_CHARS = 2000  # the graded text (plan or hypothesis) and the source cod
 
 _SYSTEM = {
     "privileged": (
-        "You grade an agent that is working out what a hidden Python function does by calling it. "
-        "You are given privileged knowledge the agent does not have: the function's source code and "
+        "You grade an agent that is working out what a hidden Python {subject} does by calling it. "
+        "You are given privileged knowledge the agent does not have: the {subject}'s source code and "
         "a reference description. Use it to grade accurately. Be strict and consistent."
     ),
     "symmetric": (
-        "You grade an agent that is working out what a hidden Python function does by calling it. "
-        "You see exactly what the agent sees: the function header, the calls made so far and their "
+        "You grade an agent that is working out what a hidden Python {subject} does by calling it. "
+        "You see exactly what the agent sees: the {subject} header, the calls made so far and their "
         "results, and the agent's notes. Be strict and consistent."
     ),
 }
 
 _TASK = {
     ("informativeness", "privileged"): (
-        "Grade the plan for the next call: how much would that call reveal about the function's true "
+        "Grade the plan for the next call: how much would that call reveal about the {subject}'s true "
         "behaviour that the current hypothesis gets wrong or has not yet checked (an untested branch, "
         "edge case or argument type visible in the source)? A call that repeats what is already known "
         "is worth little.\n0 = reveals nothing new, 9 = the most revealing next call possible."
@@ -62,7 +62,7 @@ _TASK = {
         "0 = wrong or empty, 9 = equivalent to the reference."
     ),
     ("hypothesis", "symmetric"): (
-        "Grade the agent's description of the function: is it specific, and consistent with every "
+        "Grade the agent's description of the {subject}: is it specific, and consistent with every "
         "call result listed above? Judge meaning, not wording.\n"
         "0 = empty or contradicted by the calls, 9 = precise and consistent with all of them."
     ),
@@ -94,7 +94,8 @@ def format_observations(observations: list) -> str:
 def critic_messages(judgment: Judgment, mode: str, examples: bool = True, scoring: str = "generate") -> list[dict]:
     """The chat messages asking the critic for one judgment."""
     _check(judgment.kind, mode, scoring)
-    turns = [{"role": "system", "content": _SYSTEM[mode]}]
+    subject = get_domain(judgment.instance.domain).subject
+    turns = [{"role": "system", "content": _SYSTEM[mode].format(subject=subject)}]
     if examples:
         for demo, answer in _examples(judgment.kind, mode):
             if scoring == "logprob":  # the worked answer is the digit alone, as asked
@@ -115,20 +116,21 @@ def _check(kind: str, mode: str, scoring: str) -> None:
 
 def _question(judgment: Judgment, mode: str, scoring: str) -> str:
     inst = judgment.instance
+    domain = get_domain(inst.domain)
     parts = []
     if mode == "privileged":
-        seen = get_domain(inst.domain).privileged(inst)
+        seen = domain.privileged(inst)
         parts += [f"Source code (hidden from the agent):\n```python\n{_cut(seen.source, MAX_TEXT_CHARS)}\n```",
                   f"Reference description (hidden from the agent):\n{seen.description.strip()}"]
-    parts += [f"Function header: {inst.header.strip()}",
+    parts += [f"{domain.subject.capitalize()} header: {inst.header.strip()}",
               f"Calls so far (oldest first):\n{format_observations(judgment.observations)}"]
     if judgment.kind == "informativeness":
         parts += [f"Agent's current hypothesis: {_cut(judgment.hypothesis, MAX_TEXT_CHARS) or '(none yet)'}",
                   f"Agent's plan for its next call:\n{_cut(judgment.text, MAX_TEXT_CHARS) or '(empty)'}"]
     else:
         described = judgment.text or judgment.hypothesis
-        parts.append(f"Agent's description of the function:\n{_cut(described, MAX_TEXT_CHARS) or '(empty)'}")
-    parts += [_TASK[(judgment.kind, mode)], _ANSWER[scoring]]
+        parts.append(f"Agent's description of the {domain.subject}:\n{_cut(described, MAX_TEXT_CHARS) or '(empty)'}")
+    parts += [_TASK[(judgment.kind, mode)].format(subject=domain.subject), _ANSWER[scoring]]
     return "\n\n".join(parts)
 
 

@@ -54,6 +54,7 @@ class Domain:
     """The interface, with the stateless-function behaviour where a domain has nothing to add."""
 
     name: str = ""
+    subject: str = "function"  # what the critic is told the agent is working out
     black_box: type[BlackBox] = BlackBox
     wordings: dict[str, Wording] = {}  # prompt style (paper | compact) -> the domain's words in it
 

@@ -272,6 +272,7 @@ class ObjectBox(BlackBox):
 
 class StatefulDomain(Domain):
     name = "stateful"
+    subject = "class"
     black_box = ObjectBox
     wordings = {"paper": PAPER, "compact": COMPACT}
 
