@@ -86,7 +86,7 @@ class SandboxConfig:
     # called); max_warm caps that number (None: no cap), warm_memory_mb the memory they hold alone
     max_warm: Optional[int] = None
     warm_memory_mb: int = 2048
-    preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD
+    preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD + the domain's (library: numpy)
     spare_children: int = 2  # children forked and isolated ahead of demand (namespace modes)
     isolation: Isolation = Isolation.auto  # auto: the strongest available
     max_output_chars: int = 2000  # repr cap shown to the model

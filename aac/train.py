@@ -267,11 +267,11 @@ class Trainer:
         cfg, e = self.cfg, self.cfg.eval
         if self._held_out is None:
             from aac.datasets import load_instances
-            from aac.sandbox import SandboxPool
+            from aac.env.domains import open_pool
 
             held = load_instances(e.data, split=e.split, limit=cfg.eval_limit, on_bad_row="warn",
                                   domain=cfg.env.domain)
-            self._pool = SandboxPool.from_config(cfg.env.sandbox)  # code match runs here, in the driver
+            self._pool = open_pool(cfg.env)  # code match runs here, in the driver
             self._held_out = (held, scorers(cfg, self.engines, self._pool))
         held, (judge, matcher) = self._held_out
         sampling = SamplingSpec.from_config(e, cfg.rollout.top_p, logprobs=True)

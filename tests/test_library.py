@@ -154,3 +154,17 @@ def test_builtin_library_has_150_rows_split_train_test_all_reproducing(tmp_path)
     sample = random.Random(0).sample(train + test, 40)
     with SandboxPool(workers=2, preload=library.PRELOAD) as fresh:
         assert unreproduced(sample, fresh) == set()
+
+
+def test_a_library_runs_pools_preload_numpy_unless_the_sandbox_names_its_list():
+    from aac.config import EnvConfig
+    from aac.env.domains import open_pool
+
+    code = "def test_func(arg0):\n    import sys\n    return 'numpy' in sys.modules\n"
+    seen = {}
+    for domain, preload in (("pau", None), ("library", None), ("library", ["math"])):
+        env = EnvConfig(domain=domain)
+        env.sandbox.preload = preload
+        with open_pool(env, workers=1) as pool:
+            seen[domain, str(preload)] = pool.call(code, "(1,)", timeout_s=10).output
+    assert seen == {("pau", "None"): False, ("library", "None"): True, ("library", "['math']"): False}

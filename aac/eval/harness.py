@@ -155,7 +155,7 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
 def evaluate(cfg: Any) -> dict:
     """Run the harness described by a composed `eval_config`; returns the report (also in out_dir)."""
     from aac.datasets import load_instances
-    from aac.sandbox.pool import SandboxPool
+    from aac.env.domains import open_pool
 
     validate(cfg)
     e = cfg.eval
@@ -171,7 +171,7 @@ def evaluate(cfg: Any) -> dict:
     log.info("%s: %d instances of %s (%s) -> %s", e.mode, len(instances), e.data, e.split, run_dir)
     engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)
     try:
-        with SandboxPool.from_config(cfg.env.sandbox) as pool:
+        with open_pool(cfg.env) as pool:
             pool.keep_warm(e.batch_size)  # one function per live episode
             play(cfg, instances, run_dir, engines, adapter, pool)
             if e.score:

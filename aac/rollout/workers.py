@@ -92,11 +92,11 @@ class RolloutWorker:
     def __init__(self, rollout: Any, env: Any, critic: Any, rewards: Any, protocol: ProtocolConfig,
                  actor_engine: Engine, critic_engine: Optional[Engine]):
         from aac.critic import make_critic
-        from aac.sandbox import SandboxPool
+        from aac.env.domains import open_pool
 
         self.rollout, self.rewards, self.protocol = rollout, rewards, protocol
         self.engine = actor_engine
-        self.pool = SandboxPool.from_config(env.sandbox)
+        self.pool = open_pool(env)
         self.spread_list = env.spread_list_args
         # coverage informativeness runs the function in this worker's sandbox, under the same argument rule
         self.critic = make_critic(critic_engine, critic, caller=sandbox_caller(self.pool, spread_list=self.spread_list),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
 from aac.env.domains.library import LibraryDomain
 from aac.env.domains.pau import FunctionDomain
 from aac.env.domains.stateful import StatefulDomain
 
-__all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain"]
+__all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain", "open_pool"]
 
 DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(), StatefulDomain(), LibraryDomain())}
 
@@ -20,3 +22,14 @@ def get_domain(name: str | Domain) -> Domain:
         return DOMAINS[str(name)]
     except KeyError:
         raise ValueError(f"env.domain={name!r} is not one of: {', '.join(DOMAINS)}") from None
+
+
+def open_pool(env: Any, **overrides: Any) -> Any:
+    """The sandbox pool for an `EnvConfig`: `env.sandbox`, with the domain's modules preloaded
+    unless `env.sandbox.preload` names the list itself."""
+    from aac.sandbox.pool import DEFAULT_PRELOAD, SandboxPool
+
+    extra = get_domain(env.domain).preload
+    if extra and env.sandbox.preload is None:
+        overrides = {"preload": (*DEFAULT_PRELOAD, *extra), **overrides}
+    return SandboxPool.from_config(env.sandbox, **overrides)

@@ -55,6 +55,7 @@ class Domain:
 
     name: str = ""
     subject: str = "function"  # what the critic is told the agent is working out
+    preload: tuple[str, ...] = ()  # modules the sandbox's zygote imports besides its defaults
     black_box: type[BlackBox] = BlackBox
     wordings: dict[str, Wording] = {}  # prompt style (paper | compact) -> the domain's words in it
 

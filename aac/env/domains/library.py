@@ -21,6 +21,7 @@ SOURCE_LABEL = "Wrapper calling the real library function behind test_func (its 
 
 class LibraryDomain(FunctionDomain):
     name = "library"
+    preload = ("numpy",)  # in the zygote: a new numpy source's first call ~0.23 s -> ~0.035 s
 
     def privileged(self, instance: Instance) -> Privileged:
         return Privileged(instance.description, instance.code, SOURCE_LABEL)
