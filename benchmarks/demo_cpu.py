@@ -1,7 +1,7 @@
 """CPU seconds per process and phase of a training run (`make demo` by default), robust to machine load.
 
 Runs `python -m aac.train ARGS...` as a child, samples every process of its tree once a second
-(user+sys CPU, RSS, Ray's process title, which names the method an actor is running), and tails the
+(user+sys CPU, RSS summed, which counts shared pages twice; its role from the command line), and tails the
 run's metrics.jsonl. At the end it prints, per step, each phase's wall seconds (from the run's own
 timers) and the CPU seconds each role spent inside that phase's window: an engine that burns CPU
 while the learner updates shows up as engine CPU in the update column.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-ROLES = (("EngineHost", "engine"), ("EngineCore", "enginecore"), ("Learner", "learner"),
+ROLES = (("EngineHost", "engine"), ("VLLM::EngineCore", "enginecore"), ("VLLM::Worker", "vllm_worker"), ("Learner", "learner"),
          ("RolloutWorker", "worker"), ("raylet", "raylet"), ("gcs_server", "gcs"), ("aac.train", "driver"),
          ("_worker.py", "sandbox"))
 
@@ -112,13 +112,16 @@ def main() -> None:
                      "cpu_sync": window(samples, u1, t_end),
                      "generated_tokens": m.get("rollout/generated_tokens"),
                      "queries": m.get("episode/queries_mean"), "concluded": m.get("episode/concluded_pct")})
+    cpu_total: dict[str, float] = {}  # each process's last reading (the tree is gone by the last sample)
+    last = {pid: (r, cpu) for _, snap in samples for pid, (r, cpu, _) in snap.items() if r != "gone"}
+    for r, cpu in last.values():
+        cpu_total[r] = cpu_total.get(r, 0.0) + cpu
     summary = {"wall_s": total, "rc": child.returncode, "startup_s": (first_step_start or time.time()) - started,
-               "peak_rss_gb": peak_rss, "cpu_total": window(samples, started, samples[-1][0]) if samples else {},
-               "steps": rows}
+               "peak_rss_gb": peak_rss, "cpu_total": cpu_total, "steps": rows}
     (out / "cpu.json").write_text(json.dumps(summary, indent=1))
     print(f"rc {child.returncode}; wall {total:.0f} s; start-up to step 1's rollout {summary['startup_s']:.0f} s; "
           f"peak RSS of the tree {peak_rss:.1f} GB")
-    keys = ("engine", "enginecore", "learner", "worker", "driver", "raylet", "other")
+    keys = ("engine", "enginecore", "vllm_worker", "learner", "worker", "driver", "raylet", "other")
     print("step | rollout s (gen/critic) | update s | sync s | CPU s in rollout: " + "/".join(keys)
           + " | CPU s in update: same")
     for r in rows:

@@ -108,6 +108,8 @@ class VLLMEngine(Engine):
                  identity_cache_dir: Optional[str] = None, plain_base_batches: Optional[bool] = None,
                  cpu_threads: Optional[int] = None, in_process: Optional[bool] = None, **llm_kwargs: Any) -> None:
         super().__init__()
+        import torch
+
         if kv_cache_gb is not None:  # read by the CPU build when the engine process starts
             os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gb)
         in_process = _on_cpu() if in_process is None else in_process
@@ -116,9 +118,7 @@ class VLLMEngine(Engine):
         # start-up costs half the CPU seconds and a decode step ~10% less (benchmarks/RESULTS.md)
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
         if in_process and _on_cpu():
-            import torch
-
-            torch.set_num_threads(omp_threads(cpu_threads))  # before vLLM's CPU worker disables the call
+            torch.set_num_threads(omp_threads(cpu_threads))
         elif cpu_threads is not None:  # a worker process of its own: its threads on the first cores
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = vllm_cpu_bind(cpu_threads)
         from vllm import LLM
@@ -130,7 +130,11 @@ class VLLMEngine(Engine):
         if enable_lora:
             kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras + 1)
         started = time.perf_counter()
+        set_num_threads = torch.set_num_threads
         self.llm = LLM(**kwargs)
+        # vLLM's CPU worker disables torch.set_num_threads for the whole process to protect its thread
+        # binding; an in-process engine binds nothing, and the rest of the process keeps the call
+        torch.set_num_threads = set_num_threads
         self.start_s = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
