@@ -203,8 +203,8 @@ class RolloutConfig:
     max_live_episodes: Optional[int] = None
     num_gpus: float = 0.0  # GPUs Ray gives the engine actor (qwen3_8b: 1, the learner takes the other)
     placement: Placement = Placement.ray  # ray: engine, learner, workers in Ray actors | local: one process
-    # OpenMP/torch threads of each Ray actor (the learner's update) and of each vLLM CPU engine's worker
-    # (bound to the first N allowed cores); None: every allowed core. The pieces take turns (generation,
+    # OpenMP/torch threads of each Ray actor (the learner's update) and of each vLLM CPU engine (in its
+    # process; a worker process of its own binds the first N cores); None: every allowed core. The pieces take turns (generation,
     # critic, update), so each should use every core while it works; left alone, Ray gives a num_cpus=0
     # actor 1 thread and vLLM's auto-bind keeps one core for its engine process (1 of 2 cores here)
     cpu_threads: Optional[int] = None
