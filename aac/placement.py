@@ -11,6 +11,7 @@ import os
 import tempfile
 from typing import Any
 
+from aac.engines.cpu_threads import omp_threads
 from aac.engines.remote import QUIET_ENV, quiet_env
 
 
@@ -63,9 +64,10 @@ class Placed:
         return call
 
 
-def start_ray(num_cpus: int | None = None, num_gpus: int | None = None) -> None:
+def start_ray(num_cpus: int | None = None, num_gpus: int | None = None, threads: int | None = None) -> None:
     """Start (or join) a local Ray with a private temp dir and quiet logs (`num_gpus`: Ray's count,
-    default what it detects; tests declare fake GPUs with it)."""
+    default what it detects; tests declare fake GPUs with it). Every actor runs `threads` OpenMP/torch
+    threads (`rollout.cpu_threads`; None: every core) instead of Ray's 1 for an actor with num_cpus=0."""
     import ray
 
     if ray.is_initialized():
@@ -80,5 +82,5 @@ def start_ray(num_cpus: int | None = None, num_gpus: int | None = None) -> None:
         log_to_driver=True,
         logging_level="WARNING",
         _temp_dir=tmp,
-        runtime_env={"env_vars": {k: os.environ[k] for k in QUIET_ENV}},
+        runtime_env={"env_vars": {**{k: os.environ[k] for k in QUIET_ENV}, "OMP_NUM_THREADS": str(omp_threads(threads))}},
     )

@@ -91,7 +91,7 @@ class Trainer:
 
         use_ray = cfg.rollout.placement == "ray"
         if use_ray:
-            start_ray()
+            start_ray(threads=cfg.rollout.cpu_threads)
         r = cfg.rollout
         t0 = time.perf_counter()
         self.engines = EngineSet(cfg.model, r, cfg.seed, use_ray=use_ray)

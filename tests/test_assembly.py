@@ -127,7 +127,7 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
 
     monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # unix socket paths < 108 B
     ray.shutdown()
-    start_ray(num_cpus=2, num_gpus=2)
+    start_ray(num_cpus=2, num_gpus=2, threads=3)
     try:
         engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=True)
         engine = engines.actor(lora_rank=cfg.learner.lora_r)
@@ -139,6 +139,11 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
 
         on_engine, on_learner = visible(engine._actor), visible(learner.actor)
         assert on_engine and on_learner and on_engine != on_learner, (on_engine, on_learner)
+        # rollout.cpu_threads reaches every actor (Ray alone gives a num_cpus=0 actor 1 thread); torch
+        # takes at most one thread per core
+        threads = ray.get(learner.actor.__ray_call__.remote(
+            lambda self: (os.environ["OMP_NUM_THREADS"], __import__("torch").get_num_threads())))
+        assert threads == ("3", min(3, len(os.sched_getaffinity(0)))), threads
         cpu = compose("+recipe=tiny")
         assert cpu.rollout.num_gpus == 0 and cpu.learner.num_gpus == 0  # CPU recipes ask for none
         learner.kill()

@@ -142,7 +142,31 @@ def test_openai_retries_and_fallbacks_are_bounded(flaky_endpoint):
         engine.score([1], [2], None)
 
 
+def test_cpu_threads_name_the_first_allowed_cores():
+    from aac.engines.cpu_threads import allowed_cores, omp_threads, vllm_cpu_bind
+
+    cores = allowed_cores()
+    assert omp_threads(None) == len(cores) and omp_threads(3) == 3
+    assert vllm_cpu_bind(None) == ",".join(map(str, cores)) and vllm_cpu_bind(1) == str(cores[0])
+    with pytest.raises(ValueError, match="cpu_threads"):
+        omp_threads(0)
+
+
 # ---------------------------------------------------------------- vLLM (slow, one shared engine)
+
+
+@pytest.mark.slow
+def test_vllm_cpu_engine_runs_in_process_on_every_core(vllm_engine):
+    """The CPU build's defaults (in_process, cpu_threads None): no engine-core or worker process of its
+    own, and the model's torch threads on every allowed core (vLLM's separate worker bound one of 2)."""
+    import psutil
+    import torch
+
+    from aac.engines.cpu_threads import allowed_cores
+
+    titles = [" ".join(p.cmdline()) for p in psutil.Process().children(recursive=True)]
+    assert not [t for t in titles if "VLLM::" in t], titles
+    assert torch.get_num_threads() == len(allowed_cores())
 
 
 @pytest.mark.slow

@@ -48,7 +48,8 @@ def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overri
         kwargs.update(kv_cache_gb=rollout_cfg.kv_cache_gb, enforce_eager=rollout_cfg.enforce_eager,
                       gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
                       # requested RolloutConfig field; None = on for the CPU build (vllm_engine.py)
-                      plain_base_batches=rollout_cfg.plain_base_batches, lora_mode=rollout_cfg.lora_mode)
+                      plain_base_batches=rollout_cfg.plain_base_batches, lora_mode=rollout_cfg.lora_mode,
+                      cpu_threads=rollout_cfg.cpu_threads, in_process=rollout_cfg.vllm_in_process)
     elif kind == "openai":
         kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
     kwargs.update(overrides)

@@ -41,6 +41,7 @@ from aac.engines.base import (
     too_long,
     too_long_logprobs,
 )
+from aac.engines.cpu_threads import omp_threads, vllm_cpu_bind
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +106,21 @@ class VLLMEngine(Engine):
                  max_loras: int = 2, seed: int = 0, kv_cache_gb: Optional[float] = None,
                  gpu_memory_utilization: float = 0.45, enforce_eager: bool = True,
                  identity_cache_dir: Optional[str] = None, plain_base_batches: Optional[bool] = None,
-                 **llm_kwargs: Any) -> None:
+                 cpu_threads: Optional[int] = None, in_process: Optional[bool] = None, **llm_kwargs: Any) -> None:
         super().__init__()
+        import torch
+
         if kv_cache_gb is not None:  # read by the CPU build when the engine process starts
             os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gb)
+        in_process = _on_cpu() if in_process is None else in_process
+        # in_process: the engine core and its worker run here, not in two processes of their own (which
+        # each import vLLM again and hand every decode step across shared memory): on 2 CPU cores the
+        # start-up costs half the CPU seconds and a decode step ~10% less (benchmarks/RESULTS.md)
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
+        if in_process and _on_cpu():
+            torch.set_num_threads(omp_threads(cpu_threads))
+        elif cpu_threads is not None:  # a worker process of its own: its threads on the first cores
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = vllm_cpu_bind(cpu_threads)
         from vllm import LLM
 
         kwargs: dict[str, Any] = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, seed=seed,
@@ -118,7 +130,11 @@ class VLLMEngine(Engine):
         if enable_lora:
             kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras + 1)
         started = time.perf_counter()
+        set_num_threads = torch.set_num_threads
         self.llm = LLM(**kwargs)
+        # vLLM's CPU worker disables torch.set_num_threads for the whole process to protect its thread
+        # binding; an in-process engine binds nothing, and the rest of the process keeps the call
+        torch.set_num_threads = set_num_threads
         self.start_s = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
