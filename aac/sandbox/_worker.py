@@ -253,18 +253,14 @@ def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: l
 
 
 class _ForkServer:
-    """The zygote's loop: hands out a child per request and supervises the children it forked (no
+    """The zygote's loop: forks a child per request and supervises the children it forked (no
     process in between): reports each one's exit status on its control socket, and kills it as
-    soon as the parent closes that socket. In namespace modes it keeps `spares` children forked
-    ahead of demand, each set up and waiting for its source, so a new function does not wait for
-    a fork and an isolation set-up. A request is answered first and the stock refilled after,
-    while the caller's child runs its call; a `stocked` message then tells the parent the
-    stock is full again (it waits for that before its call returns, so the pool's processes are
-    what `stock` says whenever a call has returned)."""
+    soon as the parent closes that socket. The parent keeps spare children (namespace modes)
+    forked ahead of demand and asks for their replacements while a new function's first call
+    runs, so a new function waits for neither a fork nor an isolation set-up."""
 
     def __init__(self, cfg: dict, ctl: int, tmp_roots: list[str]):
         self.cfg, self.ctl, self.tmp_roots = cfg, ctl, tmp_roots
-        self.spares = cfg["spares"]
         self.forked = 0
         self.pidns = isolate.own_pid_namespace(cfg["mode"])
         self.scope = isolate.scope_ruleset(cfg["mode"])
@@ -273,7 +269,6 @@ class _ForkServer:
         self.poller.register(ctl, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.by_pidfd: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, control socket or -1)
         self.by_sock: dict[int, int] = {}  # control socket -> pidfd
-        self.stock: dict[int, list[int]] = {}  # pidfd -> parent-side fds of a child not handed out yet
 
     def serve(self) -> None:
         while True:
@@ -286,42 +281,24 @@ class _ForkServer:
                         os._exit(0)
                     if msg.get("op") == "fork":
                         self.hand_out(msg)
-                    elif msg.get("op") == "stock":
-                        proto.send_message(self.ctl, {"op": "stock", "id": msg.get("id")}, list(self.stock))
                 elif fd in self.by_pidfd:
                     self.reap(fd)
                 elif fd in self.by_sock:
                     self.abandon(fd)
 
-    def fill(self) -> None:
-        while len(self.stock) < self.spares:
-            try:
-                pidfd, fds = self.fork(None)
-            except OSError:
-                return  # no memory or processes right now: the next request forks on demand
-            self.stock[pidfd] = fds
-
     def hand_out(self, msg: dict) -> None:
-        """Reply with a child (the oldest spare, else a fresh fork): its request pipe, response
-        pipe, control socket and a pidfd; then refill the stock and say so."""
-        if self.stock:
-            pidfd = next(iter(self.stock))
-            fds = self.stock.pop(pidfd)
-        else:
-            try:
-                pidfd, fds = self.fork(msg.get("tmp"))
-            except OSError as exc:
-                proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
-                return
+        """Reply with a fresh child: its request pipe, response pipe, control socket and a pidfd."""
+        try:
+            pidfd, fds = self.fork(msg.get("tmp"))
+        except OSError as exc:
+            proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
+            return
         fds.append(os.dup(pidfd))
         try:
-            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"], "refill": self.spares > 0}, fds)
+            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"]}, fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        if self.spares:
-            self.fill()
-            proto.send_message(self.ctl, {"op": "stocked", "id": msg["id"]})
 
     def fork(self, tmp_dir: str | None) -> tuple[int, list[int]]:
         """Fork a child with fresh pipes: (its pidfd, [request pipe, response pipe, control socket])."""
@@ -358,8 +335,6 @@ class _ForkServer:
         pid, sock = self.by_pidfd.pop(pidfd)
         self.poller.unregister(pidfd)
         os.close(pidfd)
-        for fd in self.stock.pop(pidfd, ()):  # a spare that died (replaced at the next request)
-            os.close(fd)
         _, status = os.waitpid(pid, 0)
         if sock >= 0:
             code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -401,7 +376,6 @@ def _zygote_main(cfg: dict, ctl: int) -> None:
                 details.setdefault("preload_failed", []).append(name)
         server = _ForkServer(cfg, ctl, tmp_roots)
         gc.freeze()  # the collector leaves what the children inherit alone: fewer copy-on-write faults
-        server.fill()
     except BaseException as exc:  # noqa: B036
         proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
         os._exit(3)
