@@ -597,7 +597,7 @@ class SandboxPool:
     memory the warm children hold alone (private pages, then their peak RSS growth).
     `memory_mb`: address-space limit per child. `cpu_time_s`: CPU seconds one call may use
     (RLIMIT_CPU, besides the wall timeout). `preload`: modules the zygote imports for its children.
-    `spare_children`: children the zygote keeps forked and isolated ahead of demand (namespace
+    `spare_children`: children forked and isolated ahead of demand and kept here (namespace
     modes; ~2 MiB each, not counted in `warm_memory_mb`), so a new source waits for neither.
     `isolation`: "auto" (the strongest available) or one of `MODES`, then required.
     """
@@ -702,7 +702,7 @@ class SandboxPool:
 
     def live_pids(self) -> list[int]:
         """Process ids of this pool's live processes: the zygote's supervisor and the zygote, the
-        children, then the zygote's spares."""
+        children, then the spare children."""
         with self._cond:
             zygotes = [z for z in self._zygote if z.alive()]
             children = [pid for w in self._all for pid in w.pids()]
