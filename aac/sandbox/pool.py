@@ -123,6 +123,13 @@ def _pidfd_pid(pidfd: int) -> int:
     return 0
 
 
+def _exited(pidfd: int) -> bool:
+    """Whether the process of `pidfd` has exited (a pidfd reads then)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def _signal_pidfd(pidfd: int) -> None:
     if pidfd >= 0:
         try:
@@ -269,7 +276,7 @@ class _Zygote:
                 if self.target:
                     while True:
                         fds = self._take_spare(deadline)
-                        if not select.select([fds[3]], [], [], 0)[0]:  # a pidfd reads once it has exited
+                        if not _exited(fds[3]):
                             break
                         _close(*fds)  # died while waiting (an out-of-memory kill): the zygote reaped it
                     self._request(self.target - len(self.spares) - (self.seq - self.answered))
