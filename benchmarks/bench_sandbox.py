@@ -20,7 +20,8 @@ Methods run in interleaved rounds and each keeps its best round, so a busy machi
 penalises all of them alike; the load average is printed with each round. CPU per call covers this
 process, its reaped children and the live sandbox processes with the children they reaped (the
 zygote's exited children included): what carries over to a quiet machine, where 2 cores give at
-most 2,000 / (CPU ms per call) calls/s.
+most 2,000 / (CPU ms per call) calls/s. Page faults per call (the same processes) are exact at any
+load: copy-on-write and fresh pages are a large part of what a new child costs.
 The bars: warm trivial >= 1,000 calls/s and >= 30x the fresh fork rate, not slower than `--ref`;
 churn >= 1,000 calls/s; cold p50 (one caller) <= 5 ms.
 """
@@ -68,16 +69,33 @@ def test_func(arg0, arg1):
 
 
 def _worker_cpu(pids: list[int]) -> float:
-    """CPU seconds (user + system) the given live processes and the children they reaped have used."""
-    total = 0
+    """CPU seconds (user + system) the given live processes and the children they reaped have used:
+    their own to the nanosecond (schedstat), their reaped children's in clock ticks."""
+    total = 0.0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 fields = fh.read().rsplit(") ", 1)[1].split()
+            with open(f"/proc/{pid}/schedstat") as fh:
+                own_ns = int(fh.read().split()[0])
         except OSError:  # gone meanwhile: its time is in its parent's children's time
             continue
-        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-    return total / os.sysconf("SC_CLK_TCK")
+        total += own_ns / 1e9 + sum(int(f) for f in fields[13:15]) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+    return total
+
+
+def _faults(pids: list[int]) -> int:
+    """Page faults (minor) of this process, its reaped children and the given live processes with
+    the children they reaped: what a call costs in copy-on-write and fresh pages, exact at any load."""
+    total = resource.getrusage(resource.RUSAGE_SELF).ru_minflt + resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(") ", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[7]) + int(fields[8])  # minflt, cminflt
+    return total
 
 
 def _cpu(pids: list[int]) -> float:
@@ -89,20 +107,22 @@ def _cpu(pids: list[int]) -> float:
 def measure(call, n: int, pids: list[int] = ()) -> dict:
     """Rate, latencies and CPU per call of `call()` repeated n times."""
     latencies = []
-    cpu0, start = _cpu(pids), time.perf_counter()
+    faults0, cpu0, start = _faults(pids), _cpu(pids), time.perf_counter()
     for _ in range(n):
         t = time.perf_counter()
         call()
         latencies.append(time.perf_counter() - t)
     wall = time.perf_counter() - start
-    return {"rate": n / wall, "lat": latencies, "cpu_ms": (_cpu(pids) - cpu0) / n * 1e3}
+    return {"rate": n / wall, "lat": latencies, "cpu_ms": (_cpu(pids) - cpu0) / n * 1e3,
+            "faults": (_faults(pids) - faults0) / n}
 
 
 def best_of(rounds: list[dict]) -> dict:
     """The best round's rate and CPU (the quietest moment of a shared machine); p50/p99 of all rounds."""
     out = {"rate": max(r["rate"] for r in rounds)}
-    if all("cpu_ms" in r for r in rounds):
-        out["cpu_ms"] = min(r["cpu_ms"] for r in rounds)
+    for key in ("cpu_ms", "faults"):
+        if all(key in r for r in rounds):
+            out[key] = min(r[key] for r in rounds)
     lat = [x for r in rounds for x in r.get("lat", [])]
     if len(lat) > 1:
         q = statistics.quantiles(lat, n=100)
@@ -120,7 +140,7 @@ def bench_pool_many(pool: SandboxPool, source: str, text: str, n: int) -> dict:
     results = []
     r = measure(lambda: results.extend(pool.call_many([(source, text)] * n)), 1, pool.live_pids())
     assert len(results) == n and all(x.ok for x in results)
-    return {"rate": r["rate"] * n, "cpu_ms": r["cpu_ms"] / n}  # one batch: no per-call latency
+    return {"rate": r["rate"] * n, "cpu_ms": r["cpu_ms"] / n, "faults": r["faults"] / n}  # one batch: no latency
 
 
 def _release_child(queue, source: str, text: str) -> None:
@@ -188,15 +208,17 @@ def threaded(pool: SandboxPool, calls: list[tuple[str, str]], threads: int = THR
         latencies.extend(own)
 
     workers = [threading.Thread(target=caller, args=(c,)) for c in chunks]
-    cpu0, start = _cpu(pool.live_pids()), time.perf_counter()
+    pids = pool.live_pids()
+    faults0, cpu0, start = _faults(pids), _cpu(pids), time.perf_counter()
     for w in workers:
         w.start()
     for w in workers:
         w.join()
     wall = time.perf_counter() - start
-    cpu_ms = (_cpu(pool.live_pids()) - cpu0) / len(calls) * 1e3
+    pids = pool.live_pids()
+    cpu_ms = (_cpu(pids) - cpu0) / len(calls) * 1e3
     assert not failures, failures[:3]
-    return {"rate": len(calls) / wall, "lat": latencies, "cpu_ms": cpu_ms}
+    return {"rate": len(calls) / wall, "lat": latencies, "cpu_ms": cpu_ms, "faults": (_faults(pids) - faults0) / len(calls)}
 
 
 def bench_churn(calls: list[tuple[str, str]], passes: int, size_for_demand: bool) -> dict[str, dict]:
@@ -211,7 +233,7 @@ def bench_churn(calls: list[tuple[str, str]], passes: int, size_for_demand: bool
         out["churn_first"] = threaded(pool, order)
         later = [threaded(pool, order) for _ in range(passes - 1)]
         out["churn_later"] = {"rate": max(r["rate"] for r in later), "lat": [x for r in later for x in r["lat"]],
-                              "cpu_ms": min(r["cpu_ms"] for r in later)}
+                              "cpu_ms": min(r["cpu_ms"] for r in later), "faults": min(r["faults"] for r in later)}
         out["churn_stats"] = {"rate": 0.0, **pool.stats}
     return out
 
@@ -352,7 +374,8 @@ def main() -> None:
     best = {label: {k: best_of(v) for k, v in res.items() if k not in ("churn_stats", "load")}
             for label, res in runs.items() if res}
     base = {k: best_of(v) for k, v in baselines.items()}
-    print("\n| scenario | code | calls/s | p50 ms | p99 ms | CPU ms/call |\n|---|---|---:|---:|---:|---:|")
+    print("\n| scenario | code | calls/s | p50 ms | p99 ms | CPU ms/call | page faults/call |\n"
+          "|---|---|---:|---:|---:|---:|---:|")
     rows = []
     names = {"trivial_warm": "trivial, warm, 1 caller", "trivial_many": "trivial, warm, call_many (2 workers)",
              "typical_warm": "typical, warm, 1 caller", "typical_many": "typical, warm, call_many (2 workers)",
@@ -367,7 +390,8 @@ def main() -> None:
         rows.append((f"{name}, fresh fork per call (release)", "", base[f"{name}_fork"]))
         rows.append((f"{name}, fresh interpreter per call", "", base[f"{name}_spawn"]))
     for title, label, r in rows:
-        cells = [f"{r['rate']:,.0f}"] + [f"{r[k]:.3f}" if k in r else "" for k in ("p50_ms", "p99_ms", "cpu_ms")]
+        cells = ([f"{r['rate']:,.0f}"] + [f"{r[k]:.3f}" if k in r else "" for k in ("p50_ms", "p99_ms", "cpu_ms")]
+                 + [f"{r['faults']:.0f}" if "faults" in r else ""])
         print(f"| {title} | {label} | " + " | ".join(cells) + " |")
     ref = best.get(f"ref {args.ref}", {})
     mine = best["this tree"]

@@ -208,6 +208,19 @@ def test_spare_children_wait_ready_ahead_of_demand():
             assert p.stats["spawned"] == 3
 
 
+def test_a_spare_that_died_waiting_is_skipped():
+    with SandboxPool(workers=1, max_warm=1) as p:
+        if p.isolation not in ("namespaces", "userns"):
+            pytest.skip("spares need a namespace mode")
+        spares = p.live_pids()[3:]  # after the zygote's supervisor, the zygote and the warm child
+        assert len(spares) == 2
+        for pid in spares:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+        assert [p.call(s, "()").output for s in _sources(3)] == [0, 1, 2]
+        assert p.stats["crashes"] == 0 and len(p.live_pids()) == 5 and not set(spares) & set(p.live_pids())
+
+
 def test_children_of_one_zygote_cannot_touch_each_other():
     with SandboxPool(workers=2, memory_mb=256) as p:
         if p.isolation not in ("namespaces", "userns"):

@@ -416,7 +416,6 @@ def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: i
     _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     _prctl(_PR_SET_DUMPABLE, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails instead of killing
     mib = 1 << 20
     lifetime = cpu_lifetime_s(cpu_s)  # the worker moves its soft limit per call (see the worker)
     for res, limit in ((resource.RLIMIT_AS, memory_mb * mib), (resource.RLIMIT_CPU, lifetime),

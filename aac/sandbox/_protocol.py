@@ -153,9 +153,15 @@ _RECV_FLAGS = int(socket.MSG_CMSG_CLOEXEC)
 _SCM_RIGHTS = (int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS))
 
 
+def _wrap(fd: int) -> socket.socket:
+    """A socket object on a control socket's fd (detach it after use). Its kind is given: from
+    the fd alone, Python would ask the kernel with three syscalls per message."""
+    return socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fileno=fd)
+
+
 def send_message(fd: int, message: dict, fds: list[int] = ()) -> None:
     """One message (and `fds`) on the SOCK_SEQPACKET socket `fd` (blocking)."""
-    sock = socket.socket(fileno=fd)
+    sock = _wrap(fd)
     try:
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         sock.sendmsg([_ENCODER.encode(message).encode("utf-8", "surrogatepass")], ancillary)
@@ -172,7 +178,7 @@ def recv_message(fd: int, max_fds: int = 4, deadline: float | None = None) -> tu
         while not poller.poll(max(0, math.ceil((deadline - time.monotonic()) * 1000))):
             if time.monotonic() >= deadline:
                 raise FrameTimeout
-    sock = socket.socket(fileno=fd)
+    sock = _wrap(fd)
     try:
         data, ancillary, flags, _ = sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(max_fds * 4) if max_fds else 0,
                                                  _RECV_FLAGS)

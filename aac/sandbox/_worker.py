@@ -76,20 +76,22 @@ def format_exception(exc: BaseException) -> str:
 
 
 class _Server:
-    """Serves `load` and `call` requests for one source; state snapshots taken after isolation."""
+    """Serves `load` and `call` requests for one source. Built once in the zygote, before it forks
+    (every child starts from the same state, and inherits the snapshots instead of building them
+    with ~150 copy-on-write faults each); `bind` completes it in the child, after its isolation."""
 
-    def __init__(self, req_fd: int, resp_fd: int, cpu_s: float):
-        self.req_fd, self.resp_fd = req_fd, resp_fd
+    def __init__(self, cpu_s: float):
         # per call, the soft RLIMIT_CPU sits cpu_s above what the worker has used; its SIGXCPU ends
         # the worker (the default action would be ignored by PID 1 of a namespace)
         self.cpu_s = cpu_s
-        self.cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
         signal.signal(signal.SIGXCPU, _cpu_exceeded)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails instead of killing
+        self.req_fd = self.resp_fd = -1
+        self.cpu_hard = 0
         self.code = None
         self.load_error = f"NameError: name '{FUNCTION}' is not defined"
-        self.cwd = os.getcwd()
+        self.cwd = "/"
         self.umask = 0o022
-        os.umask(self.umask)
         self.reclimit = sys.getrecursionlimit()
         self.mask = _signal.pthread_sigmask(signal.SIG_BLOCK, ())
         self.handlers = [(s, _signal.getsignal(s)) for s in _SIGNALS]
@@ -97,6 +99,17 @@ class _Server:
         self.builtin_values = tuple(self.builtins.values())  # identity-compared: cheap change check
         self.stdout = open(os.devnull, "w")  # user code's sys.stdout and sys.stderr
         self.stdin = open(os.devnull)
+
+    def fds(self) -> set[int]:
+        """The descriptors a child keeps from the zygote for it."""
+        return {self.stdout.fileno(), self.stdin.fileno()}
+
+    def bind(self, req_fd: int, resp_fd: int) -> None:
+        """In the child, isolated: its pipes, and what its isolation set (CPU limit, folder)."""
+        self.req_fd, self.resp_fd = req_fd, resp_fd
+        self.cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        self.cwd = os.getcwd()
+        os.umask(self.umask)
 
     def serve(self) -> None:
         reader = proto.BlockingReader(self.req_fd)
@@ -225,13 +238,13 @@ def _close_all_but(keep: set[int]) -> None:
 
 
 def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: list[str], scope: int,
-                report: bool) -> None:
+                report: bool, server: _Server) -> None:
     """Isolate, then serve; `report`: say what the isolation covers (the zygote's first child
     only: the others are alike, and the parent reads it once)."""
     try:
         details = isolate.setup_child(cfg["mode"], tmp_dir, cfg["memory_mb"], cfg["cpu_s"], cfg["tmp_mb"],
                                       cfg["fsize_mb"], cfg["nofile"], tmp_roots, scope)
-        server = _Server(req_fd, resp_fd, cfg["cpu_s"])
+        server.bind(req_fd, resp_fd)
     except BaseException as exc:  # noqa: B036
         proto.write_all(resp_fd, proto.encode_frame({"op": "fatal", "error": format_exception(exc)}))
         os._exit(3)
@@ -240,26 +253,22 @@ def _child_main(cfg: dict, tmp_dir: str, req_fd: int, resp_fd: int, tmp_roots: l
 
 
 class _ForkServer:
-    """The zygote's loop: hands out a child per request and supervises the children it forked (no
+    """The zygote's loop: forks a child per request and supervises the children it forked (no
     process in between): reports each one's exit status on its control socket, and kills it as
-    soon as the parent closes that socket. In namespace modes it keeps `spares` children forked
-    ahead of demand, each set up and waiting for its source, so a new function does not wait for
-    a fork and an isolation set-up. A request is answered first and the stock refilled after,
-    while the caller's child runs its call; a `stocked` message then tells the parent the
-    stock is full again (it waits for that before its call returns, so the pool's processes are
-    what `stock` says whenever a call has returned)."""
+    soon as the parent closes that socket. The parent keeps spare children (namespace modes)
+    forked ahead of demand and asks for their replacements while a new function's first call
+    runs, so a new function waits for neither a fork nor an isolation set-up."""
 
     def __init__(self, cfg: dict, ctl: int, tmp_roots: list[str]):
         self.cfg, self.ctl, self.tmp_roots = cfg, ctl, tmp_roots
-        self.spares = cfg["spares"]
         self.forked = 0
         self.pidns = isolate.own_pid_namespace(cfg["mode"])
         self.scope = isolate.scope_ruleset(cfg["mode"])
+        self.server = _Server(cfg["cpu_s"])
         self.poller = select.poll()
         self.poller.register(ctl, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.by_pidfd: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, control socket or -1)
         self.by_sock: dict[int, int] = {}  # control socket -> pidfd
-        self.stock: dict[int, list[int]] = {}  # pidfd -> parent-side fds of a child not handed out yet
 
     def serve(self) -> None:
         while True:
@@ -272,42 +281,24 @@ class _ForkServer:
                         os._exit(0)
                     if msg.get("op") == "fork":
                         self.hand_out(msg)
-                    elif msg.get("op") == "stock":
-                        proto.send_message(self.ctl, {"op": "stock", "id": msg.get("id")}, list(self.stock))
                 elif fd in self.by_pidfd:
                     self.reap(fd)
                 elif fd in self.by_sock:
                     self.abandon(fd)
 
-    def fill(self) -> None:
-        while len(self.stock) < self.spares:
-            try:
-                pidfd, fds = self.fork(None)
-            except OSError:
-                return  # no memory or processes right now: the next request forks on demand
-            self.stock[pidfd] = fds
-
     def hand_out(self, msg: dict) -> None:
-        """Reply with a child (the oldest spare, else a fresh fork): its request pipe, response
-        pipe, control socket and a pidfd; then refill the stock and say so."""
-        if self.stock:
-            pidfd = next(iter(self.stock))
-            fds = self.stock.pop(pidfd)
-        else:
-            try:
-                pidfd, fds = self.fork(msg.get("tmp"))
-            except OSError as exc:
-                proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
-                return
+        """Reply with a fresh child: its request pipe, response pipe, control socket and a pidfd."""
+        try:
+            pidfd, fds = self.fork(msg.get("tmp"))
+        except OSError as exc:
+            proto.send_message(self.ctl, {"op": "fork_failed", "id": msg["id"], "error": format_exception(exc)})
+            return
         fds.append(os.dup(pidfd))
         try:
-            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"], "refill": self.spares > 0}, fds)
+            proto.send_message(self.ctl, {"op": "forked", "id": msg["id"]}, fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        if self.spares:
-            self.fill()
-            proto.send_message(self.ctl, {"op": "stocked", "id": msg["id"]})
 
     def fork(self, tmp_dir: str | None) -> tuple[int, list[int]]:
         """Fork a child with fresh pipes: (its pidfd, [request pipe, response pipe, control socket])."""
@@ -323,8 +314,9 @@ class _ForkServer:
             raise
         if pid == 0:
             try:
-                _close_all_but({req_r, resp_w, self.scope})
-                _child_main(self.cfg, tmp_dir or "/", req_r, resp_w, self.tmp_roots, self.scope, not self.forked)
+                _close_all_but({req_r, resp_w, self.scope, *self.server.fds()})
+                _child_main(self.cfg, tmp_dir or "/", req_r, resp_w, self.tmp_roots, self.scope, not self.forked,
+                            self.server)
             except BaseException:  # noqa: B036 - a broken pipe or a state the call left behind
                 os._exit(70)
             os._exit(0)
@@ -343,8 +335,6 @@ class _ForkServer:
         pid, sock = self.by_pidfd.pop(pidfd)
         self.poller.unregister(pidfd)
         os.close(pidfd)
-        for fd in self.stock.pop(pidfd, ()):  # a spare that died (replaced at the next request)
-            os.close(fd)
         _, status = os.waitpid(pid, 0)
         if sock >= 0:
             code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -386,7 +376,6 @@ def _zygote_main(cfg: dict, ctl: int) -> None:
                 details.setdefault("preload_failed", []).append(name)
         server = _ForkServer(cfg, ctl, tmp_roots)
         gc.freeze()  # the collector leaves what the children inherit alone: fewer copy-on-write faults
-        server.fill()
     except BaseException as exc:  # noqa: B036
         proto.send_message(ctl, {"op": "fatal", "error": format_exception(exc)})
         os._exit(3)

@@ -123,6 +123,13 @@ def _pidfd_pid(pidfd: int) -> int:
     return 0
 
 
+def _exited(pidfd: int) -> bool:
+    """Whether the process of `pidfd` has exited (a pidfd reads then)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def _signal_pidfd(pidfd: int) -> None:
     if pidfd >= 0:
         try:
@@ -184,7 +191,12 @@ _NAMESPACED = ("namespaces", "userns")
 
 class _Zygote:
     """The pool's fork server: the zygote's supervisor (started here), the zygote (already
-    inside the isolation, imports loaded) and the control socket that asks it for children."""
+    inside the isolation, imports loaded) and the control socket that asks it for children.
+    In namespace modes a child needs nothing from the parent before it starts (its /tmp is its
+    own tmpfs), so `spare_children` of them are kept here, forked and isolated ahead of demand:
+    a new function's call takes one at once and asks the zygote for its replacement, which is
+    forked while that call runs; the reply is collected before the call returns (`settle`), so
+    the pool's processes are what `live_pids` says whenever a call has returned."""
 
     def __init__(self, opts: _Options, mode: str, owner: str):
         self.opts, self.mode, self.owner = opts, mode, owner
@@ -192,10 +204,12 @@ class _Zygote:
         self.closed = False
         self.proc: subprocess.Popen | None = None
         self.pid, self.pidfd, self.ctl, self.life_w = 0, -1, -1, -1
-        self.lock = threading.Lock()  # one fork request and its reply at a time
+        self.lock = threading.Lock()  # the control socket: requests and their replies, in order
         self.child_private_kib: int | None = None  # its first child's own pages (see `_Child._account`)
-        self.seq = 0
-        self.owed = self.settled = 0  # the last request its `stocked` note is owed for / has come for
+        self.seq = 0  # the last request sent
+        self.answered = 0  # the last request whose reply has come
+        self.target = opts.spare_children if mode in _NAMESPACED else 0
+        self.spares: list[list[int]] = []  # the fds of each spare child (as `fork` returns them), oldest first
         try:
             self._start()
         except (OSError, proto.ProtocolError) as exc:
@@ -213,8 +227,6 @@ class _Zygote:
         cfg = {"owner": self.owner, "mode": self.mode, "life_fd": life_r, "ctl_fd": theirs,
                "memory_mb": opts.memory_mb, "cpu_s": opts.cpu_time_s, "tmp_mb": opts.tmp_mb,
                "fsize_mb": opts.fsize_mb, "nofile": opts.nofile, "preload": list(opts.preload),
-               # spares only where a child needs nothing from the parent (its /tmp is its own tmpfs)
-               "spares": opts.spare_children if self.mode in _NAMESPACED else 0,
                "sys_path": [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
@@ -243,6 +255,7 @@ class _Zygote:
                 raise _SpawnError(str(msg.get("error"))[:500])
             elif op == "hello" and self.pid:
                 self.details = msg.get("details") if type(msg.get("details")) is dict else {}
+                self._request(self.target)
                 return
             else:
                 raise _SpawnError(f"unexpected message {str(msg)[:200]}")
@@ -253,51 +266,76 @@ class _Zygote:
         except subprocess.TimeoutExpired:
             return None
 
-    def fork(self, tmp_dir: str | None, deadline: float) -> tuple[list[int], int]:
-        """A new child: ([request pipe, response pipe, its control socket, its pidfd], the request
-        to `settle` before the call that uses it returns, or 0)."""
+    def fork(self, tmp_dir: str | None, deadline: float) -> tuple[list[int], bool]:
+        """A new child: ([request pipe, response pipe, its control socket, its pidfd], whether the
+        call that uses it must `settle` before it returns: a spare's replacement is on its way)."""
         with self.lock:
             if self.closed:
                 raise _SpawnError("the zygote is gone")
             try:
-                self._settle_locked(deadline)
-                self.seq += 1
-                proto.send_message(self.ctl, {"op": "fork", "id": self.seq, "tmp": tmp_dir})
-                msg, fds = proto.recv_message(self.ctl, 4, deadline)
+                if self.target:
+                    while True:
+                        fds = self._take_spare(deadline)
+                        if not _exited(fds[3]):
+                            break
+                        _close(*fds)  # died while waiting (an out-of-memory kill): the zygote reaped it
+                    self._request(self.target - len(self.spares) - (self.seq - self.answered))
+                    return fds, True
+                self._request(1, tmp_dir)
+                msg, fds = self._reply(deadline)
             except (OSError, proto.FrameTimeout, proto.ProtocolError) as exc:
                 self.kill()  # a reply may still come: the next request would read it
                 raise _SpawnError(f"the zygote did not answer ({type(exc).__name__}: {exc})") from None
-            if msg is not None and msg.get("op") == "forked" and msg.get("id") == self.seq and len(fds) == 4:
-                if msg.get("refill") is not True:
-                    return fds, 0
-                self.owed = self.seq
-                return fds, self.seq
-        _close(*fds)
-        if msg is None:
-            self.kill()
-            raise _SpawnError("the zygote exited")
+        if msg.get("op") == "forked":
+            return fds, False
         raise _SpawnError(str(msg.get("error") or f"unexpected message {str(msg)[:200]}")[:500])
 
-    def settle(self, seq: int) -> None:
-        """Wait for the zygote's note that it refilled its spares after request `seq` (it does
-        that while the child it handed out runs its first call, so this seldom waits)."""
-        if self.settled >= seq:
-            return
+    def settle(self) -> None:
+        """Collect the children requested so far (forked while the call that asked for them ran,
+        so this seldom waits)."""
         with self.lock:
             if self.closed:
                 return
             try:
-                self._settle_locked(time.monotonic() + self.opts.spawn_timeout_s)
+                self._collect(time.monotonic() + self.opts.spawn_timeout_s)
             except (OSError, proto.FrameTimeout, proto.ProtocolError):
-                self.kill()  # as in `fork`: a late note would answer the next request
+                self.kill()  # as in `fork`: a late reply would answer the next request
 
-    def _settle_locked(self, deadline: float) -> None:
-        while self.settled < self.owed:
-            msg, fds = proto.recv_message(self.ctl, 0, deadline)
+    def _request(self, n: int, tmp_dir: str | None = None) -> None:
+        """Ask for `n` children (under the lock; the replies come in order)."""
+        for _ in range(n):
+            self.seq += 1
+            proto.send_message(self.ctl, {"op": "fork", "id": self.seq, "tmp": tmp_dir})
+
+    def _reply(self, deadline: float) -> tuple[dict, list[int]]:
+        """The next reply: ("forked" and its 4 fds) or a failure (under the lock)."""
+        msg, fds = proto.recv_message(self.ctl, 4, deadline)
+        if msg is None:
+            raise proto.ProtocolError("the zygote exited")
+        if msg.get("id") != self.answered + 1 or (msg.get("op") == "forked") != (len(fds) == 4):
             _close(*fds)
-            if msg is None or msg.get("op") != "stocked" or type(msg.get("id")) is not int:
-                raise proto.ProtocolError(f"expected the zygote's stock note, got {str(msg)[:200]}")
-            self.settled = msg["id"]
+            raise proto.ProtocolError(f"unexpected message {str(msg)[:200]}")
+        self.answered += 1
+        return msg, fds
+
+    def _collect(self, deadline: float) -> None:
+        """Every outstanding reply, each child it brings into `spares` (under the lock)."""
+        while self.answered < self.seq:
+            msg, fds = self._reply(deadline)
+            if msg.get("op") == "forked":
+                self.spares.append(fds)
+
+    def _take_spare(self, deadline: float) -> list[int]:
+        """The oldest spare, waiting for one requested if none is here (under the lock)."""
+        while not self.spares:
+            if self.answered == self.seq:
+                self._request(1)
+            msg, fds = self._reply(deadline)
+            if msg.get("op") == "forked":
+                self.spares.append(fds)
+            elif self.answered == self.seq:  # the last one asked for failed (no memory or processes)
+                raise _SpawnError(str(msg.get("error") or f"unexpected message {str(msg)[:200]}")[:500])
+        return self.spares.pop(0)
 
     def alive(self) -> bool:
         return not self.closed and self.proc is not None and self.proc.poll() is None
@@ -306,24 +344,10 @@ class _Zygote:
         return [p for p in (self.proc.pid if self.proc else 0, self.pid) if p]
 
     def spare_pids(self) -> list[int]:
-        """Process ids of the children the zygote forked ahead of demand (not handed out yet)."""
+        """Process ids of the children forked ahead of demand (not handed out yet)."""
+        self.settle()
         with self.lock:
-            if self.closed:
-                return []
-            try:
-                self._settle_locked(time.monotonic() + self.opts.spawn_timeout_s)
-                self.seq += 1
-                proto.send_message(self.ctl, {"op": "stock", "id": self.seq})
-                msg, fds = proto.recv_message(self.ctl, max(self.opts.spare_children, 1),
-                                              time.monotonic() + self.opts.spawn_timeout_s)
-            except (OSError, proto.FrameTimeout, proto.ProtocolError):
-                self.kill()  # as in `fork`: a late reply would answer the next request
-                return []
-        pids = [_pidfd_pid(fd) for fd in fds]
-        _close(*fds)
-        if msg is None or msg.get("op") != "stock" or msg.get("id") != self.seq:
-            return []
-        return [p for p in pids if p]
+            return [p for p in (_pidfd_pid(fds[3]) for fds in self.spares) if p]
 
     def kill(self) -> None:
         """Kill the zygote (PID 1 of the pool's namespaces: every child dies with it) and its supervisor."""
@@ -332,6 +356,7 @@ class _Zygote:
         self.closed = True
         _signal_pidfd(self.pidfd)
         _close(self.life_w, self.ctl, self.pidfd)  # the lifeline's end also makes the supervisor kill it
+        self._drop_spares()
         if self.proc is not None:
             if self._exit_code(2.0) is None:
                 self._killpg()
@@ -348,6 +373,12 @@ class _Zygote:
         """In a forked copy of the parent: drop the fds, leave the processes alone."""
         self.closed = True
         _close(self.life_w, self.ctl, self.pidfd)
+        self._drop_spares()
+
+    def _drop_spares(self) -> None:
+        spares, self.spares = self.spares, []
+        for fds in spares:
+            _close(*fds)
 
 
 class _Child:
@@ -363,7 +394,7 @@ class _Child:
         self.tmp_dir: str | None = None
         self._pid = 0  # see `pid`
         self.started = False  # its hello has come
-        self.refill = 0  # the zygote's request to settle after this child's first call (see `_Zygote.settle`)
+        self.refill = False  # the zygote's children to settle after this child's first call (see `_Zygote.fork`)
         self.req_w = self.resp_r = self.ctl = self.pidfd = -1
         self.memory_kib = 0  # what this child holds alone (see `_account`)
         self.counted_kib = 0  # the part of it the pool has counted
@@ -573,7 +604,7 @@ class SandboxPool:
     memory the warm children hold alone (private pages, then their peak RSS growth).
     `memory_mb`: address-space limit per child. `cpu_time_s`: CPU seconds one call may use
     (RLIMIT_CPU, besides the wall timeout). `preload`: modules the zygote imports for its children.
-    `spare_children`: children the zygote keeps forked and isolated ahead of demand (namespace
+    `spare_children`: children forked and isolated ahead of demand and kept here (namespace
     modes; ~2 MiB each, not counted in `warm_memory_mb`), so a new source waits for neither.
     `isolation`: "auto" (the strongest available) or one of `MODES`, then required.
     """
@@ -678,7 +709,7 @@ class SandboxPool:
 
     def live_pids(self) -> list[int]:
         """Process ids of this pool's live processes: the zygote's supervisor and the zygote, the
-        children, then the zygote's spares."""
+        children, then the spare children."""
         with self._cond:
             zygotes = [z for z in self._zygote if z.alive()]
             children = [pid for w in self._all for pid in w.pids()]
@@ -828,7 +859,7 @@ class SandboxPool:
         return child
 
     def _release(self, child: _Child, evicted: list[_Child], keep: bool, result: CallResult | None = None) -> None:
-        zygote, refill, child.refill = child.zygote, child.refill, 0
+        zygote, refill, child.refill = child.zygote, child.refill, False
         evict: list[_Child] = []
         with self._cond:
             self._busy -= 1
@@ -851,7 +882,7 @@ class SandboxPool:
                 self._forget(child)
             self._cond.notify()
         if refill:  # with the worker slot free: other callers need not wait for the zygote
-            zygote.settle(refill)
+            zygote.settle()
         for w in [*evicted, *evict]:
             w.kill()
         if child is not None:
