@@ -61,6 +61,7 @@ from aac.data.inputs import (
 )
 from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
+from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
 from aac.models import aac_home
@@ -111,6 +112,7 @@ class BuildConfig:
     rounds: int = 3  # sandbox batches per function: seeds + mutations, then mutations of the novel ones
     budget: int = 32  # mutated candidate inputs per batch and function
     search_budget: int = 24  # inputs drawn by the shape search (hypothesis) per later batch; 0: off
+    target_budget: int = 32  # branch-targeted inputs (aac.data.targets) per later batch; 0: off
     probe_budget: int = 32  # typed guesses for a function whose source shows no input; 0: drop it
     min_tests: int = 4
     max_tests: int = 10
@@ -264,6 +266,8 @@ class _Builder:
                                        cfg.budget, seen)
             if search is not None:  # shapes mutation does not reach: other sizes, orders, relations
                 batch += search.draw(cfg.search_budget, rng.randrange(2**32), seen)
+            if cfg.target_budget:  # the values the conditions of the still-missed branches test
+                batch += self._targeted(anon.source, examples, report, rng, seen)
             if not batch:
                 break
         if not examples:
@@ -278,6 +282,17 @@ class _Builder:
             test_examples=[(e.input, e.output) for e in tests],
             all_examples=[(e.input, e.output, None) for e in context])
         return RowResult(task.task_id, instance, coverage=coverage)
+
+    def _targeted(self, plain: str, examples: dict[str, Example], report: CoverageReport,
+                  rng: random.Random, seen: set[str]) -> list[tuple[str, tuple]]:
+        """Inputs aimed at the branch arcs no example reached, built from the examples that
+        reached each arc's source line (all examples when none did)."""
+        hit = set(report.baseline).union(*(e.arcs or () for e in examples.values()))
+        missed = report.branch_arcs - hit
+        every = [e.args for e in examples.values()]
+        bases = {line: [e.args for e in examples.values() if any(line in arc for arc in e.arcs or ())] or every
+                 for line in {a for a, _ in missed}}
+        return targeted_inputs(plain, missed, bases, self.cfg.target_budget, rng, seen)
 
     def _probe(self, anon, rng: random.Random) -> dict[str, tuple]:
         """Seeds for a function whose source shows no input: typed guesses that run, of the type
