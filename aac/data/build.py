@@ -69,7 +69,7 @@ from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json, outputs_match
 
 log = logging.getLogger(__name__)
-BUILD_VERSION = 3  # bump when the builder's output changes: cached builtin sets are rebuilt
+BUILD_VERSION = 4  # bump when the builder's output changes: cached builtin sets are rebuilt
 SPLITS = ("train", "test")
 TEST_FRACTION = 0.2
 
@@ -235,6 +235,7 @@ class _Builder:
         cfg = self.cfg
         anon = anonymize(task.code, task.entry_point)
         rng = random.Random(f"{cfg.seed}:{task.task_id}")
+        target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")  # leaves the mutations as they were
         seeds: dict[str, tuple] = {}
         for call in task.seeds:
             args = bind(call, anon.params, anon.defaults)
@@ -267,7 +268,7 @@ class _Builder:
             if search is not None:  # shapes mutation does not reach: other sizes, orders, relations
                 batch += search.draw(cfg.search_budget, rng.randrange(2**32), seen)
             if cfg.target_budget:  # the values the conditions of the still-missed branches test
-                batch += self._targeted(anon.source, examples, report, rng, seen)
+                batch += self._targeted(anon.source, examples, report, target_rng, seen)
             if not batch:
                 break
         if not examples:
@@ -350,9 +351,13 @@ class _Builder:
         return report
 
     def _enough(self, examples: dict[str, Example], report: CoverageReport) -> bool:
-        """Full coverage, spare examples and output variety: another round would add little."""
-        return (report.coverage(e.arcs for e in examples.values()) >= 1.0
-                and len(examples) >= self.cfg.max_tests + 2 and len({e.key for e in examples.values()}) >= 3)
+        """Full coverage, spare examples and output variety, and 2 distinct outputs among the
+        examples the coverage can spare (the context): another round would add little."""
+        pool = list(examples.values())
+        if not (report.coverage(e.arcs for e in pool) >= 1.0 and len(pool) >= self.cfg.max_tests + 2
+                and len({e.key for e in pool}) >= 3):
+            return False
+        return len({e.key for e in pool if not _sole_cover(e, pool, report)}) >= 2
 
     @staticmethod
     def _novel(examples: dict[str, Example], report: CoverageReport) -> list[Example]:
@@ -385,8 +390,8 @@ class _Builder:
                      >= report.coverage(x.arcs for x in tests)]
             context = _two_distinct([e for e in rest if e not in tests] + spare)
             tests = [e for e in tests if e not in context]
-        if len(context) < 2:  # last resort: any two distinct outputs, at some cost in test coverage
-            context = _two_distinct(sorted(pool, key=lambda e: not e.seed))
+        if len(context) < 2:  # last resort: two distinct outputs, sparing the examples only they cover
+            context = _two_distinct(sorted(pool, key=lambda e: (_sole_cover(e, pool, report), not e.seed)))
             tests = [e for e in tests if e not in context]
         if len(context) < 2:
             raise RejectedCode("no 2 distinct outputs")
@@ -435,6 +440,12 @@ def _signature(args: tuple) -> tuple:
     """Types of the arguments, and of list items: what the validator would be inferred from."""
     return tuple((type(v).__name__, *sorted({type(x).__name__ for x in v}))
                  if isinstance(v, list) else type(v).__name__ for v in args)
+
+
+def _sole_cover(e: Example, pool: list[Example], report: CoverageReport) -> bool:
+    """Whether `e` is the only example of `pool` that covers some branch arc."""
+    others = set(report.baseline).union(*(x.arcs or () for x in pool if x is not e))
+    return bool(((e.arcs or frozenset()) & report.branch_arcs) - others)
 
 
 def _two_distinct(pool: Iterable[Example]) -> list[Example]:
