@@ -447,7 +447,8 @@ def test_search_and_probes_raise_coverage_and_rows(tmp_path):
     full, summary = build(f"jsonl:{src}", cfg=cfg)
     assert [i.uid for i in full] == ["h/0", "h/1"] and summary.dropped == {"duplicate function": 1}
     assert summary.coverages == [1.0, 1.0]
-    plain, summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1, search_budget=0, probe_budget=0))
+    plain, summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1, search_budget=0, probe_budget=0,
+                                                            target_budget=0))
     assert [i.uid for i in plain] == ["h/0"] and summary.dropped["no literal test inputs"] == 1
     assert summary.coverages[0] < 1.0  # mutation alone never grows a sorted list to 7 items
 
