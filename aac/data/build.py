@@ -112,7 +112,8 @@ class BuildConfig:
     rounds: int = 3  # sandbox batches per function: seeds + mutations, then mutations of the novel ones
     budget: int = 32  # mutated candidate inputs per batch and function
     search_budget: int = 24  # inputs drawn by the shape search (hypothesis) per later batch; 0: off
-    target_budget: int = 32  # branch-targeted inputs (aac.data.targets) per later batch; 0: off
+    target_budget: int = 32  # branch-targeted inputs (aac.data.targets) per batch after the rounds; 0: off
+    target_rounds: int = 2  # such batches while arcs stay missed (the second also mutates what the first found)
     probe_budget: int = 32  # typed guesses for a function whose source shows no input; 0: drop it
     min_tests: int = 4
     max_tests: int = 10
@@ -235,7 +236,7 @@ class _Builder:
         cfg = self.cfg
         anon = anonymize(task.code, task.entry_point)
         rng = random.Random(f"{cfg.seed}:{task.task_id}")
-        target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")  # leaves the mutations as they were
+        target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")
         seeds: dict[str, tuple] = {}
         for call in task.seeds:
             args = bind(call, anon.params, anon.defaults)
@@ -267,10 +268,24 @@ class _Builder:
                                        cfg.budget, seen)
             if search is not None:  # shapes mutation does not reach: other sizes, orders, relations
                 batch += search.draw(cfg.search_budget, rng.randrange(2**32), seen)
-            if cfg.target_budget:  # the values the conditions of the still-missed branches test
-                batch += self._targeted(anon.source, examples, report, target_rng, seen)
             if not batch:
                 break
+        # then the values the conditions of the still-missed branches test, in batches of their own
+        # (the rounds above stay as they were: these only add), with mutations of what they found
+        pool = list(examples.values())
+        spare = {e.key for e in pool if report is None or not _sole_cover(e, pool, report)}
+        # an arc only one example covers, and too few other outputs for the context: find it company
+        found = [e for e in pool if len(spare) < 2 and _sole_cover(e, pool, report)]
+        for _ in range(cfg.target_rounds if cfg.target_budget and report is not None else 0):
+            batch = self._targeted(anon.source, examples, report, target_rng, seen)
+            batch += mutator.candidates([e.args for e in found], cfg.budget, seen)
+            if not batch:
+                break
+            before = len(examples)
+            fresh = self._run_batch(code, anon.source, batch, examples, set(seeds))
+            report = fresh if fresh.error is None else report
+            new = set(list(examples.values())[before:])
+            found = [e for e in self._novel(examples, report) if e in new]
         if not examples:
             raise RejectedCode("no input runs")
         tests, context = self._select(list(examples.values()), report)
