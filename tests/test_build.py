@@ -447,7 +447,8 @@ def test_search_and_probes_raise_coverage_and_rows(tmp_path):
     full, summary = build(f"jsonl:{src}", cfg=cfg)
     assert [i.uid for i in full] == ["h/0", "h/1"] and summary.dropped == {"duplicate function": 1}
     assert summary.coverages == [1.0, 1.0]
-    plain, summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1, search_budget=0, probe_budget=0))
+    plain, summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1, search_budget=0, probe_budget=0,
+                                                            target_budget=0))
     assert [i.uid for i in plain] == ["h/0"] and summary.dropped["no literal test inputs"] == 1
     assert summary.coverages[0] < 1.0  # mutation alone never grows a sorted list to 7 items
 
@@ -482,3 +483,22 @@ def test_pau_like_train_functions_are_disjoint_from_its_test_functions():
     # what build_split does: the train builds exclude every test fingerprint
     kept = [f for f in train if f not in test]
     assert len(kept) < len(train) and not set(kept) & test
+
+
+# each branch opens only for a value the condition names: a non-ASCII numeric character (not a
+# digit), a length of 17, a list holding the code's sentinel; seeds and their mutations miss all three
+NEEDS_TARGETS = ("def f(s, xs):\n    if s.isnumeric() and not s.isdigit():\n        return 'fraction'\n"
+                 "    if len(s) == 17:\n        return 'seventeen'\n    if -999 in xs:\n        return 'sentinel'\n"
+                 "    return s[:2] + str(len(xs))\n")
+
+
+def test_targeted_search_reaches_branches_that_name_their_value(tmp_path):
+    src = tmp_path / "targets.jsonl"
+    src.write_text(json.dumps({"task_id": "t/0", "code": NEEDS_TARGETS, "entry_point": "f",
+                               "inputs": ["('12', [1, 2])", "('ab', [3])", "('x', [])"]}) + "\n")
+    cfg = BuildConfig(workers=1)
+    (targeted,), summary = build(f"jsonl:{src}", cfg=cfg)
+    assert summary.coverages == [1.0]
+    assert {"fraction", "seventeen", "sentinel"} <= {o for _, o in targeted.test_examples}
+    _, summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1, target_budget=0))
+    assert summary.coverages[0] <= 0.75  # mutation and the shape search miss at least two of the three

@@ -61,6 +61,7 @@ from aac.data.inputs import (
 )
 from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawTask, SourceError, bind, clean_description, read_tasks
+from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
 from aac.models import aac_home
@@ -68,7 +69,7 @@ from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json, outputs_match
 
 log = logging.getLogger(__name__)
-BUILD_VERSION = 3  # bump when the builder's output changes: cached builtin sets are rebuilt
+BUILD_VERSION = 4  # bump when the builder's output changes: cached builtin sets are rebuilt
 SPLITS = ("train", "test")
 TEST_FRACTION = 0.2
 
@@ -111,6 +112,8 @@ class BuildConfig:
     rounds: int = 3  # sandbox batches per function: seeds + mutations, then mutations of the novel ones
     budget: int = 32  # mutated candidate inputs per batch and function
     search_budget: int = 24  # inputs drawn by the shape search (hypothesis) per later batch; 0: off
+    target_budget: int = 32  # branch-targeted inputs (aac.data.targets) per batch after the rounds; 0: off
+    target_rounds: int = 2  # such batches while arcs stay missed (the second also mutates what the first found)
     probe_budget: int = 32  # typed guesses for a function whose source shows no input; 0: drop it
     min_tests: int = 4
     max_tests: int = 10
@@ -233,6 +236,7 @@ class _Builder:
         cfg = self.cfg
         anon = anonymize(task.code, task.entry_point)
         rng = random.Random(f"{cfg.seed}:{task.task_id}")
+        target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")
         seeds: dict[str, tuple] = {}
         for call in task.seeds:
             args = bind(call, anon.params, anon.defaults)
@@ -266,6 +270,22 @@ class _Builder:
                 batch += search.draw(cfg.search_budget, rng.randrange(2**32), seen)
             if not batch:
                 break
+        # then the values the conditions of the still-missed branches test, in batches of their own
+        # (the rounds above stay as they were: these only add), with mutations of what they found
+        pool = list(examples.values())
+        spare = {e.key for e in pool if report is None or not _sole_cover(e, pool, report)}
+        # an arc only one example covers, and too few other outputs for the context: find it company
+        found = [e for e in pool if len(spare) < 2 and _sole_cover(e, pool, report)]
+        for _ in range(cfg.target_rounds if cfg.target_budget and report is not None else 0):
+            batch = self._targeted(anon.source, examples, report, target_rng, seen)
+            batch += mutator.candidates([e.args for e in found], cfg.budget, seen)
+            if not batch:
+                break
+            before = len(examples)
+            fresh = self._run_batch(code, anon.source, batch, examples, set(seeds))
+            report = fresh if fresh.error is None else report
+            new = set(list(examples.values())[before:])
+            found = [e for e in self._novel(examples, report) if e in new]
         if not examples:
             raise RejectedCode("no input runs")
         tests, context = self._select(list(examples.values()), report)
@@ -278,6 +298,17 @@ class _Builder:
             test_examples=[(e.input, e.output) for e in tests],
             all_examples=[(e.input, e.output, None) for e in context])
         return RowResult(task.task_id, instance, coverage=coverage)
+
+    def _targeted(self, plain: str, examples: dict[str, Example], report: CoverageReport,
+                  rng: random.Random, seen: set[str]) -> list[tuple[str, tuple]]:
+        """Inputs aimed at the branch arcs no example reached, built from the examples that
+        reached each arc's source line (all examples when none did)."""
+        hit = set(report.baseline).union(*(e.arcs or () for e in examples.values()))
+        missed = report.branch_arcs - hit
+        every = [e.args for e in examples.values()]
+        bases = {line: [e.args for e in examples.values() if any(line in arc for arc in e.arcs or ())] or every
+                 for line in {a for a, _ in missed}}
+        return targeted_inputs(plain, missed, bases, self.cfg.target_budget, rng, seen)
 
     def _probe(self, anon, rng: random.Random) -> dict[str, tuple]:
         """Seeds for a function whose source shows no input: typed guesses that run, of the type
@@ -335,9 +366,13 @@ class _Builder:
         return report
 
     def _enough(self, examples: dict[str, Example], report: CoverageReport) -> bool:
-        """Full coverage, spare examples and output variety: another round would add little."""
-        return (report.coverage(e.arcs for e in examples.values()) >= 1.0
-                and len(examples) >= self.cfg.max_tests + 2 and len({e.key for e in examples.values()}) >= 3)
+        """Full coverage, spare examples and output variety, and 2 distinct outputs among the
+        examples the coverage can spare (the context): another round would add little."""
+        pool = list(examples.values())
+        if not (report.coverage(e.arcs for e in pool) >= 1.0 and len(pool) >= self.cfg.max_tests + 2
+                and len({e.key for e in pool}) >= 3):
+            return False
+        return len({e.key for e in pool if not _sole_cover(e, pool, report)}) >= 2
 
     @staticmethod
     def _novel(examples: dict[str, Example], report: CoverageReport) -> list[Example]:
@@ -370,8 +405,8 @@ class _Builder:
                      >= report.coverage(x.arcs for x in tests)]
             context = _two_distinct([e for e in rest if e not in tests] + spare)
             tests = [e for e in tests if e not in context]
-        if len(context) < 2:  # last resort: any two distinct outputs, at some cost in test coverage
-            context = _two_distinct(sorted(pool, key=lambda e: not e.seed))
+        if len(context) < 2:  # last resort: two distinct outputs, sparing the examples only they cover
+            context = _two_distinct(sorted(pool, key=lambda e: (_sole_cover(e, pool, report), not e.seed)))
             tests = [e for e in tests if e not in context]
         if len(context) < 2:
             raise RejectedCode("no 2 distinct outputs")
@@ -420,6 +455,12 @@ def _signature(args: tuple) -> tuple:
     """Types of the arguments, and of list items: what the validator would be inferred from."""
     return tuple((type(v).__name__, *sorted({type(x).__name__ for x in v}))
                  if isinstance(v, list) else type(v).__name__ for v in args)
+
+
+def _sole_cover(e: Example, pool: list[Example], report: CoverageReport) -> bool:
+    """Whether `e` is the only example of `pool` that covers some branch arc."""
+    others = set(report.baseline).union(*(x.arcs or () for x in pool if x is not e))
+    return bool(((e.arcs or frozenset()) & report.branch_arcs) - others)
 
 
 def _two_distinct(pool: Iterable[Example]) -> list[Example]:

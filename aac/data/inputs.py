@@ -172,19 +172,25 @@ class Mutator:
             pool = self.mutations(seed)
             self.rng.shuffle(pool)
             pools.append(pool)
-        out: list[tuple[str, tuple]] = []
-        while len(out) < budget and any(pools):
-            for pool in pools:
-                while pool:
-                    args = pool.pop()
-                    text = render(args)
-                    if text is not None and text not in seen:
-                        seen.add(text)
-                        out.append((text, args))
-                        break
-                if len(out) >= budget:
+        return round_robin(pools, budget, seen)
+
+
+def round_robin(pools: list[list[tuple]], n: int, seen: set[str]) -> list[tuple[str, tuple]]:
+    """Up to n new rendered argument tuples, one from each pool in turn (pools are used up from
+    the end); `seen` (rendered inputs) is updated."""
+    out: list[tuple[str, tuple]] = []
+    while len(out) < n and any(pools):
+        for pool in pools:
+            while pool:
+                args = pool.pop()
+                text = render(args)
+                if text is not None and text not in seen:
+                    seen.add(text)
+                    out.append((text, args))
                     break
-        return out
+            if len(out) >= n:
+                break
+    return out
 
 
 def parts_of(v) -> list:
