@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -36,6 +37,9 @@ MODES = {
     "shared_ckpt": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True, malloc_mmap_threshold_kb=1024),
     "shared_ckpt_heap": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
                              malloc_mmap_threshold_kb=0),  # what the fixed mmap threshold costs and saves
+    # shared_ckpt on transparent huge pages: the mapped blocks fault in 2 MB at a time
+    "shared_ckpt_thp": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
+                            malloc_mmap_threshold_kb=1024, huge_pages=True),
 }
 
 
@@ -59,9 +63,11 @@ def run_mode(mode: str, batch_file: str, micro_batch_tokens: int) -> dict:
     for p in learner.policy.parameters():  # the weights are mmapped: count them resident before timing
         p.data.sum()
     loaded = _rss_gb()
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     m = learner.update(samples)
     seconds = time.perf_counter() - start
+    used = resource.getrusage(resource.RUSAGE_SELF)
     if cfg.prefix_sharing:
         computed = m["tokens"]
     else:
@@ -69,15 +75,20 @@ def run_mode(mode: str, batch_file: str, micro_batch_tokens: int) -> dict:
         computed = sum(len(idx) * max(lengths[i] for i in idx) for idx in plan_micro_batches(lengths, micro_batch_tokens))
     return {"mode": mode, "seconds": round(seconds, 1), "loss_tokens": m["loss_tokens"], "tokens": m["tokens"],
             "computed": computed, "micro_batches": m["micro_batches"],
-            "gen_tok_s": round(m["loss_tokens"] / seconds, 2), "loss": m["loss"], "grad_norm": m["grad_norm"],
+            "gen_tok_s": round(m["loss_tokens"] / seconds, 2), "user_s": round(used.ru_utime - cpu.ru_utime, 1),
+            "sys_s": round(used.ru_stime - cpu.ru_stime, 1), "loss": m["loss"], "grad_norm": m["grad_norm"],
             "peak_rss_gb": round(_rss_gb(), 2), "peak_over_loaded_gb": round(_rss_gb() - loaded, 2)}
 
 
 def _run_child(mode: str, batch: str, micro_batch_tokens: int, cap_gb: float) -> dict | str:
-    """One mode in its own process: its result row, or why there is none."""
+    """One mode in its own process (started with the environment its config needs): its result row,
+    or why there is none."""
+    from aac.config import LearnerConfig
+    from aac.learner.allocator import learner_env
+
     cmd = [sys.executable, __file__, "--run", mode, "--batch", batch, "--micro-batch-tokens", str(micro_batch_tokens)]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env={**os.environ, **learner_env(LearnerConfig(**MODES[mode]))})
         over = False
         while child.poll() is None:
             time.sleep(0.5)
