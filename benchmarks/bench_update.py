@@ -8,11 +8,13 @@ loss, and peak memory.
 Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the path before issue
 11), `shared` (prefix_sharing, logprob_chunk=256, learner.malloc_mmap_threshold_kb=1024),
 `shared_ckpt` (the same with gradient checkpointing), `shared_ckpt_heap` (that with glibc's
-dynamic threshold). Rounds run the modes in turn (A B C A B C),
+dynamic threshold), `shared_ckpt_thp` (shared_ckpt on transparent huge pages, learner.huge_pages:
+the child starts with `learner_env`). Rounds run the modes in turn (A B C A B C),
 so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
 Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
 adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS once the
-model's weights are resident. "computed" counts the positions the model ran, padding included.
+model's weights are resident. "computed" counts the positions the model ran, padding included;
+user/sys s are the update's process CPU seconds (less sensitive to other load than wall time).
 The padded path runs at `--padded-micro-batch-tokens` (its peak at 4096 is ~12 GB, more than this
 machine can spare); a child whose RSS passes `--rss-cap-gb` is killed and reported as such.
 """
@@ -148,14 +150,15 @@ def main() -> None:
         return
     base = done[0]
     med = {m: statistics.median(r["gen_tok_s"] for r in runs[m]) for m in done}
-    print(f"\n| mode | micro_batch_tokens | update s (runs) | generated tok/s (median) | x {base} | tokens computed "
-          "| loss | peak RSS GB (over resident model) |\n|---|---:|---|---:|---:|---:|---|---|")
+    cpu = {m: statistics.median(r["user_s"] + r["sys_s"] for r in runs[m]) for m in done}
+    print(f"\n| mode | micro_batch_tokens | update s (runs) | generated tok/s (median) | x {base} | CPU s user+sys "
+          f"(median) | {base} CPU s / mode's | tokens computed | loss | peak RSS GB (over resident model) |\n"
+          "|---|---:|---|---:|---:|---:|---:|---:|---|---|")
     for m in done:
         r = runs[m]
         print(f"| {m} | {budgets[m]} | {', '.join(str(x['seconds']) for x in r)} | {med[m]} | "
-              f"{med[m] / med[base]:.2f} | {r[0]['computed']} | {r[0]['loss']:.7f} | "
-              f"{max(x['peak_rss_gb'] for x in r)} ({max(x['peak_over_loaded_gb'] for x in r)}) |")
-
+              f"{med[m] / med[base]:.2f} | {cpu[m]:.1f} | {cpu[base] / cpu[m]:.2f} | {r[0]['computed']} | "
+              f"{r[0]['loss']:.7f} | {max(x['peak_rss_gb'] for x in r)} ({max(x['peak_over_loaded_gb'] for x in r)}) |")
 
 if __name__ == "__main__":
     main()
