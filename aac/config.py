@@ -262,8 +262,13 @@ class LearnerConfig:
     # CPU only: glibc's mmap threshold fixed at this many KiB, so freed activations go back to the system
     # (SmolLM2 ckpt update at 4096 tokens: peak RSS 4.66 -> 1.39 GB) at the cost of fresh zeroed pages for
     # every new block (the same update ran ~1.9x longer, at a different load: benchmarks/RESULTS.md);
-    # 0: glibc's dynamic threshold (faster, a fragmented heap). 1024 with gradient_checkpointing for memory
+    # 0: glibc's dynamic threshold (faster, a fragmented heap). 1024 with gradient_checkpointing and
+    # huge_pages for memory (1.38 GB at 4096, most of the fault cost gone)
     malloc_mmap_threshold_kb: int = 0
+    # CPU only: tensors of >= 2 MB on transparent huge pages (torch's THP_MEM_ALLOC_ENABLE), so a mapped
+    # block faults in 2 MB at a time, not 4 KB: read when the learner's process starts, so its launcher
+    # sets it (`aac.learner.allocator.learner_env`)
+    huge_pages: bool = False
 
 
 @dataclass

@@ -18,15 +18,18 @@ from aac.engines.remote import QUIET_ENV, quiet_env
 class Placed:
     """A handle on an object built here or in a Ray actor; attribute calls are synchronous."""
 
-    def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0, **kwargs: Any):
+    def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0,
+                 env: dict[str, str] | None = None, **kwargs: Any):
         self.name = name
         self._ray = use_ray
         if use_ray:
             import ray
 
-            # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES
+            # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES; `env`: what
+            # its process must start with (e.g. the learner's allocator settings)
             actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus, max_restarts=0)(cls)
-            self._obj = actor_cls.options(name=None).remote(*args, **kwargs)
+            options = {"runtime_env": {"env_vars": env}} if env else {}
+            self._obj = actor_cls.options(name=None, **options).remote(*args, **kwargs)
         else:
             self._obj = cls(*args, **kwargs)
 

@@ -74,6 +74,7 @@ class Trainer:
         from aac.critic import NEVER_CHECKED, card_status
         from aac.datasets import load_instances
         from aac.learner import Learner
+        from aac.learner.allocator import learner_env
         from aac.models import resolve_model
         from aac.placement import Placed, start_ray
         from aac.rollout.workers import RolloutWorker
@@ -104,7 +105,7 @@ class Trainer:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)
         self.learner = Placed(Learner, cfg.learner, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
-                              name="learner", num_gpus=cfg.learner.num_gpus)
+                              name="learner", num_gpus=cfg.learner.num_gpus, env=learner_env(cfg.learner))
         protocol = training_protocol(cfg.env)
         self.workers = [
             Placed(RolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, self.engine, critic,

@@ -8,11 +8,13 @@ loss, and peak memory.
 Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the path before issue
 11), `shared` (prefix_sharing, logprob_chunk=256, learner.malloc_mmap_threshold_kb=1024),
 `shared_ckpt` (the same with gradient checkpointing), `shared_ckpt_heap` (that with glibc's
-dynamic threshold). Rounds run the modes in turn (A B C A B C),
+dynamic threshold), `shared_ckpt_thp` (shared_ckpt on transparent huge pages, learner.huge_pages:
+the child starts with `learner_env`). Rounds run the modes in turn (A B C A B C),
 so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
 Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
 adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS once the
-model's weights are resident. "computed" counts the positions the model ran, padding included.
+model's weights are resident. "computed" counts the positions the model ran, padding included;
+user/sys s are the update's process CPU seconds (less sensitive to other load than wall time).
 The padded path runs at `--padded-micro-batch-tokens` (its peak at 4096 is ~12 GB, more than this
 machine can spare); a child whose RSS passes `--rss-cap-gb` is killed and reported as such.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -36,6 +39,9 @@ MODES = {
     "shared_ckpt": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True, malloc_mmap_threshold_kb=1024),
     "shared_ckpt_heap": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
                              malloc_mmap_threshold_kb=0),  # what the fixed mmap threshold costs and saves
+    # shared_ckpt on transparent huge pages: the mapped blocks fault in 2 MB at a time
+    "shared_ckpt_thp": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
+                            malloc_mmap_threshold_kb=1024, huge_pages=True),
 }
 
 
@@ -59,9 +65,11 @@ def run_mode(mode: str, batch_file: str, micro_batch_tokens: int) -> dict:
     for p in learner.policy.parameters():  # the weights are mmapped: count them resident before timing
         p.data.sum()
     loaded = _rss_gb()
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     m = learner.update(samples)
     seconds = time.perf_counter() - start
+    used = resource.getrusage(resource.RUSAGE_SELF)
     if cfg.prefix_sharing:
         computed = m["tokens"]
     else:
@@ -69,15 +77,20 @@ def run_mode(mode: str, batch_file: str, micro_batch_tokens: int) -> dict:
         computed = sum(len(idx) * max(lengths[i] for i in idx) for idx in plan_micro_batches(lengths, micro_batch_tokens))
     return {"mode": mode, "seconds": round(seconds, 1), "loss_tokens": m["loss_tokens"], "tokens": m["tokens"],
             "computed": computed, "micro_batches": m["micro_batches"],
-            "gen_tok_s": round(m["loss_tokens"] / seconds, 2), "loss": m["loss"], "grad_norm": m["grad_norm"],
+            "gen_tok_s": round(m["loss_tokens"] / seconds, 2), "user_s": round(used.ru_utime - cpu.ru_utime, 1),
+            "sys_s": round(used.ru_stime - cpu.ru_stime, 1), "loss": m["loss"], "grad_norm": m["grad_norm"],
             "peak_rss_gb": round(_rss_gb(), 2), "peak_over_loaded_gb": round(_rss_gb() - loaded, 2)}
 
 
 def _run_child(mode: str, batch: str, micro_batch_tokens: int, cap_gb: float) -> dict | str:
-    """One mode in its own process: its result row, or why there is none."""
+    """One mode in its own process (started with the environment its config needs): its result row,
+    or why there is none."""
+    from aac.config import LearnerConfig
+    from aac.learner.allocator import learner_env
+
     cmd = [sys.executable, __file__, "--run", mode, "--batch", batch, "--micro-batch-tokens", str(micro_batch_tokens)]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env={**os.environ, **learner_env(LearnerConfig(**MODES[mode]))})
         over = False
         while child.poll() is None:
             time.sleep(0.5)
@@ -137,14 +150,15 @@ def main() -> None:
         return
     base = done[0]
     med = {m: statistics.median(r["gen_tok_s"] for r in runs[m]) for m in done}
-    print(f"\n| mode | micro_batch_tokens | update s (runs) | generated tok/s (median) | x {base} | tokens computed "
-          "| loss | peak RSS GB (over resident model) |\n|---|---:|---|---:|---:|---:|---|---|")
+    cpu = {m: statistics.median(r["user_s"] + r["sys_s"] for r in runs[m]) for m in done}
+    print(f"\n| mode | micro_batch_tokens | update s (runs) | generated tok/s (median) | x {base} | CPU s user+sys "
+          f"(median) | {base} CPU s / mode's | tokens computed | loss | peak RSS GB (over resident model) |\n"
+          "|---|---:|---|---:|---:|---:|---:|---:|---|---|")
     for m in done:
         r = runs[m]
         print(f"| {m} | {budgets[m]} | {', '.join(str(x['seconds']) for x in r)} | {med[m]} | "
-              f"{med[m] / med[base]:.2f} | {r[0]['computed']} | {r[0]['loss']:.7f} | "
-              f"{max(x['peak_rss_gb'] for x in r)} ({max(x['peak_over_loaded_gb'] for x in r)}) |")
-
+              f"{med[m] / med[base]:.2f} | {cpu[m]:.1f} | {cpu[base] / cpu[m]:.2f} | {r[0]['computed']} | "
+              f"{r[0]['loss']:.7f} | {max(x['peak_rss_gb'] for x in r)} ({max(x['peak_over_loaded_gb'] for x in r)}) |")
 
 if __name__ == "__main__":
     main()

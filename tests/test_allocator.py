@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 
 from aac.config import LearnerConfig
 from aac.learner import Learner
+from aac.learner.allocator import check_process_env, learner_env
 
 # An 8 MB free raises glibc's dynamic threshold; then 2 MB tensors (activation-sized) are allocated and
 # all but the last freed: in the heap they stay resident behind it, mapped one by one they are returned.
@@ -44,3 +46,31 @@ def test_bad_threshold_is_a_clear_error(tiny_model_path):
     cfg = LearnerConfig(backend="torch", malloc_mmap_threshold_kb=-1)
     with pytest.raises(ValueError, match="malloc_mmap_threshold_kb"):
         Learner(cfg, tiny_model_path)
+
+
+HUGE = """
+import torch
+held = torch.ones(8 * 2**20)  # 32 MB
+print(sum(int(l.split()[1]) for l in open("/proc/self/smaps") if l.startswith("AnonHugePages")))
+"""
+
+
+def _thp_available() -> bool:
+    try:
+        return "[never]" not in open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _thp_available(), reason="no transparent huge pages on this machine")
+def test_huge_pages_come_from_the_learner_env(monkeypatch):
+    def huge_kb(huge_pages: bool) -> int:
+        env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+        env.update(learner_env(LearnerConfig(huge_pages=huge_pages)))
+        return int(subprocess.run([sys.executable, "-c", HUGE], env=env, capture_output=True, text=True,
+                                  check=True).stdout)
+
+    assert huge_kb(False) == 0 and huge_kb(True) >= 16 * 1024  # most of the 32 MB on 2 MB pages
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    assert check_process_env(LearnerConfig(huge_pages=False))
+    assert not check_process_env(LearnerConfig(huge_pages=True))  # started without it: a warning

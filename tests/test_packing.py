@@ -57,19 +57,30 @@ def _gradients(learner: Learner, samples, **kw) -> tuple[dict, torch.Tensor]:
     return m, grads
 
 
-def _trained(path: str, **kw) -> Learner:
+def _gqa_llama():
+    """SmolLM2's architecture (Llama, 3 query heads per key/value head) at test size, random weights."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=1000, hidden_size=48, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=6, num_key_value_heads=2, attn_implementation="sdpa"))
+
+
+def _trained(path: str, gqa: bool = False, **kw) -> Learner:
     """A learner one step away from its reference, so that the ratio, the KL and the clip all matter."""
-    learner = Learner(config(**kw), path, seed=0)
+    learner = Learner(config(**kw), path, seed=0, base_model=_gqa_llama() if gqa else None)
     with torch.no_grad():
         for p in learner.trainable_parameters().values():
             p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
     return learner
 
 
-def test_prefix_sharing_and_chunks_keep_loss_and_gradients(tiny_model_path):
+@pytest.mark.parametrize("gqa, checkpointing", [(False, False), (True, True)], ids=["qwen3", "llama_gqa_ckpt"])
+def test_prefix_sharing_and_chunks_keep_loss_and_gradients(tiny_model_path, gqa, checkpointing):
     samples = group_samples()
-    plain = _trained(tiny_model_path, prefix_sharing=False, logprob_chunk=0)
-    shared = _trained(tiny_model_path, prefix_sharing=True, logprob_chunk=4)
+    plain = _trained(tiny_model_path, gqa, prefix_sharing=False, logprob_chunk=0)
+    shared = _trained(tiny_model_path, gqa, prefix_sharing=True, logprob_chunk=4,
+                      gradient_checkpointing=checkpointing)
     assert shared.policy.config._attn_implementation == "prefix_tree+sdpa"
     old = plain.old_logprobs(samples)
     assert shared.old_logprobs(samples) == [pytest.approx(o, abs=1e-5) for o in old]

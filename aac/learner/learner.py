@@ -27,7 +27,7 @@ import torch
 from peft import get_peft_model_state_dict, set_peft_model_state_dict
 from transformers import PreTrainedModel
 
-from aac.learner.allocator import set_mmap_threshold
+from aac.learner.allocator import check_process_env, set_mmap_threshold
 from aac.learner.backends import make_backend
 from aac.learner.batching import MicroBatch, Sample, collate, completion_logps, plan_micro_batches
 from aac.learner.grpo import grpo_loss, truncated_is_weight
@@ -93,6 +93,7 @@ class Learner:
         self.device = _device()
         if self.device.type == "cpu":
             set_mmap_threshold(cfg.malloc_mmap_threshold_kb)
+            check_process_env(cfg)
         base = base_model if base_model is not None else load_base_model(model_path, cfg.dtype)
         self.pad_id = base.config.pad_token_id if base.config.pad_token_id is not None else 0
         self.policy = add_lora(base, cfg, seed)

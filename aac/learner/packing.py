@@ -13,7 +13,7 @@ reads them, as each copy would.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
@@ -73,9 +73,18 @@ class Segment:
     end: int
     path: torch.Tensor
     mask: torch.Tensor
+    _bias: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     def to(self, device: torch.device) -> Segment:
         return Segment(self.start, self.end, self.path.to(device), self.mask.to(device))
+
+    def bias(self, dtype: torch.dtype) -> torch.Tensor:
+        """`mask` as sdpa's additive float mask (0 / -inf), made once for every layer and pass: sdpa
+        converts a boolean mask on each call."""
+        if dtype not in self._bias:
+            self._bias[dtype] = torch.zeros(self.mask.shape, dtype=dtype, device=self.mask.device).masked_fill_(
+                ~self.mask, float("-inf"))
+        return self._bias[dtype]
 
 
 def segments(row: PackedRow) -> list[Segment]:

@@ -22,16 +22,19 @@ PREFIX = "prefix_tree+"
 
 def _segments_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                         segments: list[Any], scaling: Optional[float]) -> torch.Tensor:
-    """query [1, H, N, d], key/value [1, KV, N, d] (after RoPE) -> [1, N, H, d]."""
-    groups = getattr(module, "num_key_value_groups", 1)
-    parts = []
+    """query [1, H, N, d], key/value [1, KV, N, d] (after RoPE) -> [1, N, H, d].
+
+    One gather of every segment's path (its backward is one scatter-add into the shared prefixes'
+    keys, not one per segment); grouped-query heads through sdpa's `enable_gqa`, not copies."""
+    index = torch.cat([seg.path for seg in segments])
+    keys, values = key.index_select(2, index), value.index_select(2, index)
+    gqa = getattr(module, "num_key_value_groups", 1) > 1
+    parts, at = [], 0
     for seg in segments:
-        k = key.index_select(2, seg.path)  # index_select: the backward sums into shared prefix keys
-        v = value.index_select(2, seg.path)
-        if groups > 1:
-            k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-        parts.append(scaled_dot_product_attention(query[:, :, seg.start:seg.end], k, v, attn_mask=seg.mask,
-                                                  scale=scaling))
+        span = slice(at, at + len(seg.path))
+        at = span.stop
+        parts.append(scaled_dot_product_attention(query[:, :, seg.start:seg.end], keys[:, :, span], values[:, :, span],
+                                                  attn_mask=seg.bias(query.dtype), scale=scaling, enable_gqa=gqa))
     return torch.cat(parts, dim=2).transpose(1, 2).contiguous()
 
 
