@@ -11,9 +11,10 @@ Two objectives, same seeds, same steps: the default `rewards.schedule=aac_potent
 table `rewards=aac` (summed into the `turn` estimator's episode term: the old default). Logged per
 step: concluded %, premature stops, timeouts, queries, informative calls before a stop, the shares
 of informative and of failed calls, the sampled YES rate at reflect turns after / before the K-th
-informative call, the learner's P(YES) on fixed probes (the first batch's reflect turns at n >= K, computed exactly: no sampling noise), format
-errors. Runs go to a process pool; each writes its metrics.jsonl as it goes, so `--tabulate` can table
-and plot runs cut short. Writes `behaviour.json` and `behaviour.png` (mean and min-max over seeds) to --out.
+informative call, the learner's P(YES) on fixed probes (the first batch's reflect turns at n >= K,
+computed exactly: no sampling noise), format errors. Runs go to a process pool; each writes its
+metrics.jsonl as it goes, so `--tabulate` can table and plot runs cut short. Writes
+`behaviour.json` and `behaviour.png` (mean and min-max over seeds) to --out.
 
     python benchmarks/bench_behaviour.py --steps 10 --seeds 3 --group-size 16 --functions 1 --jobs 3 --out runs/behaviour
 """
