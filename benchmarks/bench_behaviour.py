@@ -9,11 +9,12 @@ The `tiny` recipe (random ~150K-parameter Qwen3, HF engine, torch learner) with
 - synthetic branching functions (aac/data/branches.py), where K informative calls are reachable.
 Two objectives, same seeds, same steps: the default `rewards.schedule=aac_potential` and the paper's
 table `rewards=aac` (summed into the `turn` estimator's episode term: the old default). Logged per
-step: concluded %, premature stops, timeouts, queries, informative calls before a stop, the sampled
-YES rate at reflect turns after / before the K-th informative call, the learner's P(YES) on fixed
-probes (the first batch's reflect turns at n >= K, computed exactly: no sampling noise), format
-errors. Runs go to a process pool. Writes `behaviour.json` and `behaviour.png` (mean and min-max
-over seeds) to --out.
+step: concluded %, premature stops, timeouts, queries, informative calls before a stop, the shares
+of informative and of failed calls, the sampled YES rate at reflect turns after / before the K-th
+informative call, the learner's P(YES) on fixed probes (the first batch's reflect turns at n >= K,
+computed exactly: no sampling noise), format errors. Runs go to a process pool; each writes its
+metrics.jsonl as it goes, so `--tabulate` can table and plot runs cut short. Writes
+`behaviour.json` and `behaviour.png` (mean and min-max over seeds) to --out.
 
     python benchmarks/bench_behaviour.py --steps 10 --seeds 3 --group-size 16 --functions 1 --jobs 3 --out runs/behaviour
 """
@@ -36,6 +37,8 @@ METRICS = {  # what is plotted and tabled: metric key -> label
     "episode/timed_out_pct": "timeouts %",
     "episode/queries_mean": "queries / episode",
     "episode/informativeness_at_stop_mean": "informative calls before a stop",
+    "calls/informative_pct": "informative calls % of calls",
+    "calls/failed_pct": "failed calls % of calls",
     "decision/yes_at_k_pct": "YES % at reflects with n >= K",
     "decision/yes_before_k_pct": "YES % at reflects with n < K",
     "probe/p_yes_at_k": "P(YES | n >= K), fixed probes",
@@ -59,6 +62,16 @@ def reflect_probes(batch, k_reached: bool) -> list[tuple[list[int], list[int]]]:
     is 1.0 exactly when n >= K."""
     return [(t.prompt_ids, t.token_ids) for ep in batch.episodes for t in ep.turns
             if t.phase == "reflect" and t.score is not None and (t.score == 1.0) == k_reached]
+
+
+def call_shares(batch) -> dict[str, float]:
+    """Shares of the batch's calls that were informative (the plan before a call is scored 1.0
+    exactly when its call was) and that failed (the input turn's reward is negative exactly when the
+    call raised: a non-int literal, which the branch rows' validator rejects)."""
+    plans = [t.score for ep in batch.episodes for t in ep.turns if t.judged == "informativeness" and t.score is not None]
+    inputs = [t.reward for ep in batch.episodes for t in ep.turns if t.phase == "input"]
+    return {"calls/informative_pct": 100 * float(np.mean(plans)) if plans else None,
+            "calls/failed_pct": 100 * float(np.mean([r < 0 for r in inputs])) if inputs else None}
 
 
 def yes_probability(model, matchers, prompt_ids: list[int], reply_ids: list[int], prune: float = 1e-4) -> float:
@@ -109,28 +122,27 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
     from aac.train import Trainer
 
     class BehaviourTrainer(Trainer):
-        def __init__(self, *args):
-            super().__init__(*args)
-            self.probes, self.extra = None, []
+        probes = None
 
         def rollout(self, *args, **kwargs):
             self.last = super().rollout(*args, **kwargs)
             return self.last
 
-        def train_step(self):
+        def train_step(self):  # the extra metrics go into the step's row of metrics.jsonl
             m = super().train_step()
             tok = self.engine.tokenizer
-            row = {}
             for key, reached in (("decision/yes_at_k_pct", True), ("decision/yes_before_k_pct", False)):
                 said = ["YES" in tok.decode(reply) for _, reply in reflect_probes(self.last, k_reached=reached)]
-                row[key] = 100 * float(np.mean(said)) if said else None
+                m[key] = 100 * float(np.mean(said)) if said else None
+            m.update(call_shares(self.last))
             if self.probes is None:
                 self.probes = reflect_probes(self.last, k_reached=True)[:PROBES]
                 self.matchers = MatcherCache(tok, self.engine.eos_ids)
             policy = self.learner.actor.policy
             policy.eval()
-            row["probe/p_yes_at_k"] = float(np.mean([yes_probability(policy, self.matchers, *p) for p in self.probes]))
-            self.extra.append(row)
+            m["probe/p_yes_at_k"] = float(np.mean([yes_probability(policy, self.matchers, *p) for p in self.probes]))
+            # format errors per episode: parse failures summed over the phases
+            m["format_errors"] = sum(m.get(f"parse_fail/{p}_rate") or 0.0 for p in ("reasoning", "input", "reflect"))
             return m
 
     trainer = BehaviourTrainer(compose("+recipe=tiny", *overrides), out)
@@ -138,12 +150,7 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
         trainer.run()
     finally:
         trainer.close()
-    rows = read(out / "metrics.jsonl")
-    for r, extra in zip(rows, trainer.extra):
-        r.update(extra)
-        # format errors per episode: parse failures summed over the phases
-        r["format_errors"] = sum(r.get(f"parse_fail/{p}_rate") or 0.0 for p in ("reasoning", "input", "reflect"))
-    return rows
+    return read(out / "metrics.jsonl")
 
 
 def plot(results: dict, path: Path) -> None:
@@ -152,7 +159,7 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(3, 3, figsize=(14, 10))
+    fig, axes = plt.subplots(3, 4, figsize=(18, 10))
     for ax, (key, label) in zip(axes.flat, METRICS.items()):
         for name, runs in results.items():
             curves = np.array([[np.nan if r.get(key) is None else r[key] for r in rows] for rows in runs.values()])
@@ -161,6 +168,8 @@ def plot(results: dict, path: Path) -> None:
             ax.fill_between(x, np.nanmin(curves, 0), np.nanmax(curves, 0), color=line.get_color(), alpha=0.2)
         ax.set_title(label)
         ax.set_xlabel("step")
+    for ax in axes.flat[len(METRICS):]:
+        ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -182,6 +191,8 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=18, help="env.max_steps (T_max)")
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one process each)")
     ap.add_argument("--out", type=Path, default=Path("runs/behaviour"))
+    ap.add_argument("--tabulate", action="store_true",
+                    help="no training: table and plot the runs already in --out (cut to their common length)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from aac.data.branches import write_branch_rows
@@ -190,10 +201,17 @@ def main() -> None:
     common = experiment_overrides(data, k=args.k, lr=args.lr, group_size=args.group_size,
                                   functions=args.functions, turns=args.turns, steps=args.steps)
     jobs = [(name, seed) for name in SCHEDULES for seed in range(args.seeds)]
+    dirs = [args.out / f"{name.split()[0]}_seed{seed}" for name, seed in jobs]
     started = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        done = pool.map(run_one, [([*common, *SCHEDULES[name], f"seed={seed}"],
-                                   args.out / f"{name.split()[0]}_seed{seed}") for name, seed in jobs], chunksize=1)
+    if args.tabulate:
+        from aac.metrics import read
+
+        done = [read(d / "metrics.jsonl") for d in dirs]
+        done = [rows[:min(map(len, done))] for rows in done]
+    else:
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            done = pool.map(run_one, [([*common, *SCHEDULES[name], f"seed={seed}"], d)
+                                      for (name, seed), d in zip(jobs, dirs)], chunksize=1)
     results: dict[str, dict[int, list[dict]]] = {}
     for (name, seed), rows in zip(jobs, done):
         results.setdefault(name, {})[seed] = rows
