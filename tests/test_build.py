@@ -431,6 +431,26 @@ def test_shape_search_is_seeded_and_keeps_the_shape():
                                       and type(p[1]) is int for p in pairs)
 
 
+def test_draws_do_not_follow_the_literals_of_loaded_modules():
+    """Hypothesis would mix the literals of every loaded local module (aac's own) into its draws:
+    then an edit anywhere in aac would change the rows a build makes."""
+    from hypothesis.internal.conjecture import providers
+
+    from aac.data.search import InputSearch, probe_calls
+
+    def draws():
+        return probe_calls(2, 200, seed=3), InputSearch([("abc", 5), ("hello", 2)], ["x", 3]).draw(200, 5, set())
+
+    before = draws()
+    local = providers._get_local_constants()  # as if a module with these literals had been loaded
+    for v in range(-10, 60):
+        local.integers.add(v)
+    for text in ("zq", "hello world!", "abcabc"):
+        local.strings.add(text)
+    providers.CONSTANTS_CACHE.cache.clear()
+    assert draws() == before
+
+
 NEEDS_SHAPE = ("def f(xs):\n    if len(xs) >= 7 and xs == sorted(xs):\n        return 'long and sorted'\n"
                "    if len(xs) > 3:\n        return 'long'\n    return 'short'\n")
 NO_INPUTS = "def g(a, b):\n    if a > b:\n        return a - b\n    return b - a\n"

@@ -69,7 +69,7 @@ from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json, outputs_match
 
 log = logging.getLogger(__name__)
-BUILD_VERSION = 4  # bump when the builder's output changes: cached builtin sets are rebuilt
+BUILD_VERSION = 5  # bump when the builder's output changes: cached builtin sets are rebuilt
 SPLITS = ("train", "test")
 TEST_FRACTION = 0.2
 

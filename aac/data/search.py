@@ -12,15 +12,17 @@ signature that runs).
 
 from __future__ import annotations
 
+import contextlib
 import string
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
+from hypothesis.internal.conjecture import providers as _providers
 
 from aac.data.inputs import parts_of, render
 
@@ -131,6 +133,22 @@ def probe_calls(arity: int, n: int, seed: int) -> list[tuple[str, tuple]]:
     return _draw(st.one_of(same, mixed), n, seed, set())
 
 
+@contextlib.contextmanager
+def _no_local_constants() -> Iterator[None]:
+    """Hypothesis mixes the literals of every loaded module outside site-packages (aac's own, when
+    installed editable) into its draws, so an edit anywhere in aac, or one more module imported,
+    would change what the builder draws. Its draws must follow the seed alone: no local constants
+    (hypothesis has no setting for this; its provider reads the module function at each draw)."""
+    saved, empty = _providers._get_local_constants, _providers.Constants()
+    _providers._get_local_constants = lambda: empty
+    _providers.CONSTANTS_CACHE.cache.clear()  # its entries hold the local constants seen so far
+    try:
+        yield
+    finally:
+        _providers._get_local_constants = saved
+        _providers.CONSTANTS_CACHE.cache.clear()
+
+
 def _draw(strategy: st.SearchStrategy, n: int, seed: int, seen: set[str]) -> list[tuple[str, tuple]]:
     out: list[tuple[str, tuple]] = []
 
@@ -145,7 +163,7 @@ def _draw(strategy: st.SearchStrategy, n: int, seed: int, seen: set[str]) -> lis
                 seen.add(text)
                 out.append((text, args))
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _no_local_constants():
         warnings.simplefilter("ignore")
         try:
             collect()
