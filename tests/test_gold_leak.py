@@ -9,7 +9,7 @@ import pytest
 
 import aac.engines
 from aac.config import compose
-from aac.critic.prompts import _SYSTEM as CRITIC_SYSTEMS
+from aac.critic.prompts import system_prompts
 from aac.datasets import load_instances
 from aac.eval import codematch, judge
 from aac.eval.harness import evaluate
@@ -17,7 +17,7 @@ from aac.train import Trainer
 
 # requests with one of these system prompts are the privileged roles' (they may see the gold); any
 # other request is treated as the actor's
-PRIVILEGED_SYSTEMS = {*CRITIC_SYSTEMS.values(), judge.SYSTEM, codematch.SYSTEM}
+PRIVILEGED_SYSTEMS = {*system_prompts(), judge.SYSTEM, codematch.SYSTEM}
 MIN_LINE_CHARS = 20  # a source line this long is distinctive (shorter ones, e.g. `return x`, are not)
 
 

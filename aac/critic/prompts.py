@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aac.config import CriticMode, CriticScoring
-from aac.env.domains import get_domain
+from aac.env.domains import DOMAINS, get_domain
 
 if TYPE_CHECKING:
     from aac.critic.judgment import Judgment
@@ -67,6 +67,13 @@ _TASK = {
         "0 = empty or contradicted by the calls, 9 = precise and consistent with all of them."
     ),
 }
+
+
+
+def system_prompts() -> set[str]:
+    """Every system prompt the critic sends (each mode, each domain's subject)."""
+    return {text.format(subject=d.subject) for text in _SYSTEM.values() for d in DOMAINS.values()}
+
 
 _ANSWER = {
     "generate": "Reply with at most two sentences of reasons, then a last line of the form `Rating: <integer 0-9>`.",
