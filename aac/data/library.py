@@ -47,10 +47,10 @@ from typing import Any
 from aac.data.build import Example, _stored_output, _two_distinct, split_instances, unreproduced
 from aac.data.inputs import Mutator, render
 from aac.data.search import probe_calls
-from aac.env.domains.library import LibraryDomain
+from aac.env.domains import pool_preload
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
-from aac.sandbox.pool import DEFAULT_PRELOAD, SandboxPool
+from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json
 
 DOMAIN = "library"
@@ -58,7 +58,7 @@ MODULES = ("math", "statistics", "itertools", "string", "textwrap", "bisect", "h
            "collections", "numpy")
 ITEMS_CAP = 30  # items of an iterator output kept (itertools.count never ends)
 PRINTED = "PrintedOutput"  # the error type of a call that printed (such functions are dropped)
-PRELOAD = (*DEFAULT_PRELOAD, *LibraryDomain.preload)  # as a library run's pools (aac.env.domains.open_pool)
+PRELOAD = pool_preload("library")  # as a library run's pools (aac.env.domains.open_pool)
 
 
 @dataclass(frozen=True)

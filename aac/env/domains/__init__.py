@@ -9,7 +9,7 @@ from aac.env.domains.library import LibraryDomain
 from aac.env.domains.pau import FunctionDomain
 from aac.env.domains.stateful import StatefulDomain
 
-__all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain", "open_pool"]
+__all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain", "open_pool", "pool_preload"]
 
 DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(), StatefulDomain(), LibraryDomain())}
 
@@ -27,9 +27,15 @@ def get_domain(name: str | Domain) -> Domain:
 def open_pool(env: Any, **overrides: Any) -> Any:
     """The sandbox pool for an `EnvConfig`: `env.sandbox`, with the domain's modules preloaded
     unless `env.sandbox.preload` names the list itself."""
-    from aac.sandbox.pool import DEFAULT_PRELOAD, SandboxPool
+    from aac.sandbox.pool import SandboxPool
 
-    extra = get_domain(env.domain).preload
-    if extra and env.sandbox.preload is None:
-        overrides = {"preload": (*DEFAULT_PRELOAD, *extra), **overrides}
+    if get_domain(env.domain).preload and env.sandbox.preload is None:
+        overrides = {"preload": pool_preload(env.domain), **overrides}
     return SandboxPool.from_config(env.sandbox, **overrides)
+
+
+def pool_preload(domain: str | Domain) -> tuple[str, ...]:
+    """What a pool of `domain` preloads by default: the sandbox's modules and the domain's."""
+    from aac.sandbox.pool import DEFAULT_PRELOAD
+
+    return (*DEFAULT_PRELOAD, *get_domain(domain).preload)
