@@ -9,7 +9,8 @@ Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the pa
 11), `shared` (prefix_sharing, logprob_chunk=256, learner.malloc_mmap_threshold_kb=1024),
 `shared_ckpt` (the same with gradient checkpointing), `shared_ckpt_heap` (that with glibc's
 dynamic threshold), `shared_ckpt_thp` (shared_ckpt on transparent huge pages, learner.huge_pages:
-the child starts with `learner_env`). Rounds run the modes in turn (A B C A B C),
+the child starts with `learner_env`), `shared_ckpt_jemalloc` (shared_ckpt on jemalloc with its
+purging off, learner.allocator=jemalloc: preloaded by `learner_env`). Rounds run the modes in turn (A B C A B C),
 so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
 Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
 adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS once the
@@ -42,6 +43,9 @@ MODES = {
     # shared_ckpt on transparent huge pages: the mapped blocks fault in 2 MB at a time
     "shared_ckpt_thp": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
                             malloc_mmap_threshold_kb=1024, huge_pages=True),
+    # shared_ckpt on jemalloc with purging off (learner.allocator: the child starts with it preloaded)
+    "shared_ckpt_jemalloc": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
+                                 malloc_mmap_threshold_kb=0, allocator="jemalloc"),
 }
 
 

@@ -74,3 +74,29 @@ def test_huge_pages_come_from_the_learner_env(monkeypatch):
     monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
     assert check_process_env(LearnerConfig(huge_pages=False))
     assert not check_process_env(LearnerConfig(huge_pages=True))  # started without it: a warning
+
+
+# which malloc the process runs and whether it purges freed pages: jemalloc answers mallctl, glibc has none
+DECAY = """
+import ctypes
+lib = ctypes.CDLL(None)
+if not hasattr(lib, "mallctl"):
+    print("glibc")
+else:
+    value, size = ctypes.c_ssize_t(), ctypes.c_size_t(8)
+    assert lib.mallctl(b"opt.dirty_decay_ms", ctypes.byref(value), ctypes.byref(size), None, 0) == 0
+    print(value.value)
+"""
+
+
+def test_jemalloc_comes_from_the_learner_env_with_purging_off(monkeypatch):
+    def malloc(allocator: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "MALLOC_CONF")}
+        env.update(learner_env(LearnerConfig(allocator=allocator)))
+        return subprocess.run([sys.executable, "-c", DECAY], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert malloc("glibc") == "glibc"
+    assert malloc("jemalloc") == "-1"  # freed pages kept for reuse: no page fault per 4 KB on the next block
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    assert not check_process_env(LearnerConfig(allocator="jemalloc"))  # started without it: a warning

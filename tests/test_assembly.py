@@ -118,10 +118,11 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
 
     from aac.assembly import EngineSet
     from aac.learner import Learner
+    from aac.learner.allocator import jemalloc_loaded, learner_env
     from aac.placement import Placed, start_ray
 
     cfg = compose("+recipe=qwen3_8b", "model=tiny_qwen3", "rollout.engine=hf", "learner.backend=torch",
-                  "learner.dtype=float32", "model.dtype=float32", "learner.lora_r=4")
+                  "learner.dtype=float32", "model.dtype=float32", "learner.lora_r=4", "learner.allocator=jemalloc")
     assert cfg.rollout.num_gpus == 1 and cfg.learner.num_gpus == 1
     import tempfile
 
@@ -132,7 +133,7 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
         engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=True)
         engine = engines.actor(lora_rank=cfg.learner.lora_r)
         learner = Placed(Learner, cfg.learner, tiny_model_path, 0, use_ray=True, name="learner",
-                         num_gpus=cfg.learner.num_gpus)
+                         num_gpus=cfg.learner.num_gpus, env=learner_env(cfg.learner))
 
         def visible(actor):
             return ray.get(actor.__ray_call__.remote(lambda self: os.environ.get("CUDA_VISIBLE_DEVICES")))
@@ -144,6 +145,8 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
         threads = ray.get(learner.actor.__ray_call__.remote(
             lambda self: (os.environ["OMP_NUM_THREADS"], __import__("torch").get_num_threads())))
         assert threads == ("3", min(3, len(os.sched_getaffinity(0)))), threads
+        # learner_env's preload reaches the actor's process as aac.train starts it
+        assert ray.get(learner.actor.__ray_call__.remote(lambda self: jemalloc_loaded()))
         cpu = compose("+recipe=tiny")
         assert cpu.rollout.num_gpus == 0 and cpu.learner.num_gpus == 0  # CPU recipes ask for none
         learner.kill()
