@@ -116,6 +116,9 @@ class EnvConfig:
     # decode each turn inside its phase's answer grammar (aac/env/grammar.py; HF engine): a policy
     # that cannot write the formats (the tiny recipe's random model) can then act at all
     constrained_format: bool = False
+    # the literals a constrained input may hold (null: aac/env/grammar.py's LITERALS): an alphabet every
+    # row's validator accepts makes each call informative or a repeat, never a rejected call
+    input_literals: Optional[list[str]] = None
     # paper: the paper-style prompts (comparable runs) | compact: short prompts with a worked example
     # as chat turns, Summary before Decision (what a 135M model follows; aac/env/compact_prompts.py)
     prompt_style: PromptStyle = PromptStyle.paper

@@ -190,6 +190,8 @@ def main() -> None:
     ap.add_argument("--functions", type=int, default=2, help="functions per step")
     ap.add_argument("--turns", type=int, default=18, help="env.max_steps (T_max)")
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one process each)")
+    ap.add_argument("--literals", help="env.input_literals, comma-separated (default: the grammar's LITERALS); "
+                    "e.g. 0,1,2,3,5,7,-1,10: ints only, which every branch row's validator accepts")
     ap.add_argument("--out", type=Path, default=Path("runs/behaviour"))
     ap.add_argument("--tabulate", action="store_true",
                     help="no training: table and plot the runs already in --out (cut to their common length)")
@@ -200,6 +202,8 @@ def main() -> None:
     data = write_branch_rows(args.out / "branches.jsonl")
     common = experiment_overrides(data, k=args.k, lr=args.lr, group_size=args.group_size,
                                   functions=args.functions, turns=args.turns, steps=args.steps)
+    if args.literals:
+        common.append("env.input_literals=[" + ",".join(f"'{lit}'" for lit in args.literals.split(",")) + "]")
     jobs = [(name, seed) for name in SCHEDULES for seed in range(args.seeds)]
     dirs = [args.out / f"{name.split()[0]}_seed{seed}" for name, seed in jobs]
     started = time.perf_counter()

@@ -93,6 +93,11 @@ def test_tiny_model_under_the_grammar_makes_no_format_error(tiny_model_path):
                 assert all(_parses(phase, arity, o.text) for o in outs[:-1]), [o.text for o in outs[:-1]]
                 assert all(o.finish_reason == "stop" and len(o.logprobs) == len(o.token_ids) for o in outs[:-1])
                 assert not _parses(Phase.INPUT, 1, outs[-1].text)  # unconstrained, it never parses
+                if phase is Phase.INPUT and arity == 1:  # a narrower alphabet (env.input_literals) holds too
+                    narrow = [GenRequest(prompt, Sampling(temperature=1.0, max_tokens=48, seed=s,
+                                                          grammar=turn_grammar(phase, 1, literals=("7", "-1"))))
+                              for s in range(8)]
+                    assert {o.text for o in engine.generate(narrow)} <= {"Input: (7,)", "Input: (-1,)"}
                 if phase is Phase.INPUT:
                     assert {o.text for o in outs[:-1]} <= {f"Input: ({a}{', ' if arity == 2 else ',)'}{b}{')' if arity == 2 else ''}"
                                                           for a in LITERALS for b in (LITERALS if arity == 2 else [""])}
@@ -120,3 +125,39 @@ def test_the_grammar_starts_after_an_answer_cue():
     ep.step("a plan")  # reasoning -> input, whose prompt ends in the cue
     assert ep.prefill == "Input: ("
     assert turn_grammar(ep.phase, 1, prefix=ep.prefill) == turn_grammar(ep.phase, 1)[1:]
+
+
+def test_input_literals_set_the_constrained_inputs_alphabet():
+    from aac.config import compose
+    from aac.engines import GenResult
+    from aac.env.grammar import check_literals
+    from aac.env.instance import Instance
+    from aac.env.protocol import ProtocolConfig
+    from aac.rollout.driver import EpisodeDriver, EpisodeSpec, SamplingSpec
+    from aac.sandbox.pool import CallResult
+
+    class Recording:  # the grammars the driver asks for; replies stay inside them
+        def __init__(self):
+            self.grammars = []
+
+        def generate(self, requests):
+            self.grammars += [r.sampling.grammar for r in requests]
+            return [GenResult("".join(slot[0] for slot in r.sampling.grammar), [], [1], None, "stop", None, None)
+                    for r in requests]
+
+    def caller(source, input_str, timeout_s):
+        return CallResult(output=1, error=None, duration_s=0.0, output_repr="1", normalized=1)
+
+    inst = Instance(uid="g/2", source="unit", code="def test_func(arg0):\n    return arg0\n", description="Identity.",
+                    header="def test_func(arg0):", train_examples=[("(1,)", 1)], test_examples=[], all_examples=[])
+    cfg = compose("+recipe=tiny", "env.constrained_format=true", "env.input_literals=['7','-1']")
+    protocol = ProtocolConfig.from_env(cfg.env)
+    assert protocol.input_literals == ("7", "-1")
+    engine = Recording()
+    EpisodeDriver(engine, protocol, caller, SamplingSpec(1.0, 1.0, 8), seed=0).play([EpisodeSpec(0, inst)])
+    inputs = [g for g in engine.grammars if g[0] == ("Input: (",)]
+    assert inputs and all(g[1] == ("7", "-1") for g in inputs)
+    assert turn_grammar(Phase.INPUT, 1)[1] == LITERALS  # unset: the default alphabet
+    for bad in ([], ["7", "7"], ["x +"]):
+        with pytest.raises(ValueError, match="env.input_literals"):
+            check_literals(bad)

@@ -7,8 +7,8 @@ decodes each turn inside its phase's grammar (aac/engines/constrained.py), so ev
 policy still chooses is what RL is about: which literals to call with, and YES or NO.
 
 - reasoning: 1-`PLAN_WORDS` words of `WORDS` (any non-empty plan parses);
-- input: `Input: (lit, ...)` with one literal of `LITERALS` per parameter of the header
-  (`(lit,)` for one);
+- input: `Input: (lit, ...)` with one literal of `LITERALS` (or `env.input_literals`) per parameter
+  of the header (`(lit,)` for one);
 - reflect: `Decision: YES|NO`, a newline, `Summary: ` and 1-`SUMMARY_WORDS` words of `WORDS`.
 
 The grammars are small finite languages on purpose: short replies (a few tokens each) and a
@@ -19,7 +19,9 @@ assistant turn (an answer cue), which must end on a slot boundary or inside a fi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
 from aac.env.protocol import Phase
 
@@ -38,22 +40,37 @@ def _words(n: int) -> tuple[tuple[str, ...], ...]:
     return (WORDS,) + ((("",) + tuple(" " + w for w in WORDS)),) * (n - 1)
 
 
-def _full(phase: Phase, arity: int) -> Grammar:
+def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
+    """`literals` as an input alphabet: distinct Python literals (what a call's tuple may hold)."""
+    out = tuple(str(lit) for lit in literals)
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"env.input_literals must be distinct and non-empty, got {list(out)}")
+    for lit in out:
+        try:
+            ast.literal_eval(lit)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"env.input_literals: {lit!r} is not a Python literal") from None
+    return out
+
+
+def _full(phase: Phase, arity: int, literals: Sequence[str]) -> Grammar:
     if phase is Phase.REASONING:
         return _words(PLAN_WORDS)
     if phase is Phase.INPUT:
         if arity < 1:
             raise ValueError(f"an input grammar needs at least one parameter, got arity {arity}")
-        args = (LITERALS,) + ((", ",), LITERALS) * (arity - 1)
+        lits = tuple(literals)
+        args = (lits,) + ((", ",), lits) * (arity - 1)
         return (("Input: (",), *args, (",)",) if arity == 1 else (")",))
     if phase is Phase.REFLECT:
         return (("Decision: ",), ("YES", "NO"), ("\nSummary: ",), *_words(SUMMARY_WORDS))
     raise ValueError(f"no grammar for phase {phase!r}")
 
 
-def turn_grammar(phase: Phase, arity: int, prefix: str = "") -> Grammar:
-    """The grammar of a `phase` reply for a function of `arity` parameters, after `prefix`."""
-    slots = list(_full(phase, arity))
+def turn_grammar(phase: Phase, arity: int, prefix: str = "", literals: Optional[Sequence[str]] = None) -> Grammar:
+    """The grammar of a `phase` reply for a function of `arity` parameters, after `prefix`; input
+    literals from `literals` (default `LITERALS`)."""
+    slots = list(_full(phase, arity, LITERALS if literals is None else literals))
     rest = prefix
     while rest:
         if not slots or len(slots[0]) != 1:

@@ -71,6 +71,7 @@ class ProtocolConfig:
     constrained_format: bool = False  # decode each turn inside its phase's grammar (aac/env/grammar.py)
     prompt_style: str = "paper"  # paper | compact (short prompts, a worked example as chat turns)
     answer_cues: bool = False  # open input and reflect replies with the style's answer cue (a prefill)
+    input_literals: tuple[str, ...] | None = None  # constrained inputs' alphabet (None: aac.env.grammar.LITERALS)
 
     def __post_init__(self) -> None:
         if self.history_window < 1 or self.max_steps < 1 or (self.max_calls is not None and self.max_calls < 1):
@@ -78,6 +79,10 @@ class ProtocolConfig:
         self.prompt_style = str(self.prompt_style)
         if self.prompt_style not in _STYLES:
             raise ValueError(f"ProtocolConfig: prompt_style {self.prompt_style!r} is not one of {', '.join(_STYLES)}")
+        if self.input_literals is not None:
+            from aac.env.grammar import check_literals  # grammar imports this module's Phase
+
+            self.input_literals = check_literals(self.input_literals)
 
     @classmethod
     def from_env(cls, env: Any) -> ProtocolConfig:
@@ -91,7 +96,8 @@ class ProtocolConfig:
                    max_input_depth=getattr(sandbox, "max_input_depth", 50),
                    constrained_format=getattr(env, "constrained_format", False),
                    prompt_style=str(getattr(env, "prompt_style", "paper")),
-                   answer_cues=bool(getattr(env, "answer_cues", False)))
+                   answer_cues=bool(getattr(env, "answer_cues", False)),
+                   input_literals=getattr(env, "input_literals", None))
 
     @classmethod
     def from_eval(cls, ev: Any, env: Any | None = None) -> ProtocolConfig:
@@ -103,7 +109,7 @@ class ProtocolConfig:
                    max_input_chars=base.max_input_chars,
                    max_input_depth=base.max_input_depth, constrained_format=base.constrained_format,
                    prompt_style=base.prompt_style,
-                   answer_cues=base.answer_cues)
+                   answer_cues=base.answer_cues, input_literals=base.input_literals)
 
 
 @dataclass

@@ -151,7 +151,7 @@ class EpisodeDriver:
             return s
         # the grammar starts after the answer cue the prompt already holds
         return replace(s, grammar=turn_grammar(lv.episode.phase, header_arity(lv.spec.instance.header),
-                                               prefix=lv.episode.prefill))
+                                               prefix=lv.episode.prefill, literals=self.protocol.input_literals))
 
     def play(self, specs: Iterable[EpisodeSpec],
              on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:
