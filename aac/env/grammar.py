@@ -19,7 +19,6 @@ assistant turn (an answer cue), which must end on a slot boundary or inside a fi
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
@@ -38,19 +37,6 @@ SUMMARY_WORDS = 2
 def _words(n: int) -> tuple[tuple[str, ...], ...]:
     """One to `n` words, space-separated."""
     return (WORDS,) + ((("",) + tuple(" " + w for w in WORDS)),) * (n - 1)
-
-
-def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
-    """`literals` as an input alphabet: distinct Python literals (what a call's tuple may hold)."""
-    out = tuple(str(lit) for lit in literals)
-    if not out or len(set(out)) != len(out):
-        raise ValueError(f"env.input_literals must be distinct and non-empty, got {list(out)}")
-    for lit in out:
-        try:
-            ast.literal_eval(lit)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"env.input_literals: {lit!r} is not a Python literal") from None
-    return out
 
 
 def _full(phase: Phase, arity: int, literals: Sequence[str]) -> Grammar:

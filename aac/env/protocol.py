@@ -23,6 +23,8 @@ the continuation and parses cue + continuation, and the step records the cue in 
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,19 @@ _STYLES = {style: {Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module
 PROMPT_STYLES = tuple(_STYLES)
 
 
+def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
+    """`literals` as an input alphabet: distinct Python literals (what a call's tuple may hold)."""
+    out = tuple(str(lit) for lit in literals)
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"env.input_literals must be distinct and non-empty, got {list(out)}")
+    for lit in out:
+        try:
+            ast.literal_eval(lit)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"env.input_literals: {lit!r} is not a Python literal") from None
+    return out
+
+
 @dataclass
 class ProtocolConfig:
     history_window: int = 5  # observations shown per prompt (release: 5 train, 10 eval)
@@ -80,8 +95,6 @@ class ProtocolConfig:
         if self.prompt_style not in _STYLES:
             raise ValueError(f"ProtocolConfig: prompt_style {self.prompt_style!r} is not one of {', '.join(_STYLES)}")
         if self.input_literals is not None:
-            from aac.env.grammar import check_literals  # grammar imports this module's Phase
-
             self.input_literals = check_literals(self.input_literals)
 
     @classmethod
