@@ -23,7 +23,6 @@ the continuation and parses cue + continuation, and the step records the cue in 
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -33,7 +32,7 @@ from aac.env import compact_prompts, prompts
 from aac.env.domains import Caller, get_domain
 from aac.env.observation import Observation
 from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
-from aac.sandbox.values import InputParseError
+from aac.sandbox.values import InputParseError, parse_literal
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
@@ -63,8 +62,8 @@ def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
         raise ValueError(f"env.input_literals must be distinct and non-empty, got {list(out)}")
     for lit in out:
         try:
-            ast.literal_eval(lit)
-        except (ValueError, SyntaxError):
+            parse_literal(lit)  # the parser every input the actor writes goes through
+        except InputParseError:
             raise ValueError(f"env.input_literals: {lit!r} is not a Python literal") from None
     return out
 
