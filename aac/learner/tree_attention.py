@@ -27,14 +27,14 @@ def _segments_attention(module: torch.nn.Module, query: torch.Tensor, key: torch
     One gather of every segment's path (its backward is one scatter-add into the shared prefixes'
     keys, not one per segment); grouped-query heads through sdpa's `enable_gqa`, not copies."""
     index = torch.cat([seg.path for seg in segments])
-    keys, values = key.index_select(2, index), value.index_select(2, index)
+    lengths = [len(seg.path) for seg in segments]
+    # split, not one slice per segment: a split's backward is one cat of the parts' gradients, where
+    # each slice's backward zero-fills a whole [1, H, N, d] gradient to copy its part in
+    keys, values = key.index_select(2, index).split(lengths, 2), value.index_select(2, index).split(lengths, 2)
+    queries = query.split([seg.end - seg.start for seg in segments], 2)  # the segments tile the row in order
     gqa = getattr(module, "num_key_value_groups", 1) > 1
-    parts, at = [], 0
-    for seg in segments:
-        span = slice(at, at + len(seg.path))
-        at = span.stop
-        parts.append(scaled_dot_product_attention(query[:, :, seg.start:seg.end], keys[:, :, span], values[:, :, span],
-                                                  attn_mask=seg.bias(query.dtype), scale=scaling, enable_gqa=gqa))
+    parts = [scaled_dot_product_attention(q, k, v, attn_mask=seg.bias(query.dtype), scale=scaling, enable_gqa=gqa)
+             for seg, q, k, v in zip(segments, queries, keys, values)]
     return torch.cat(parts, dim=2).transpose(1, 2).contiguous()
 
 
