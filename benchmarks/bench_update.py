@@ -46,6 +46,8 @@ MODES = {
     # shared_ckpt on jemalloc with purging off (learner.allocator: the child starts with it preloaded)
     "shared_ckpt_jemalloc": dict(prefix_sharing=True, logprob_chunk=256, gradient_checkpointing=True,
                                  malloc_mmap_threshold_kb=0, allocator="jemalloc"),
+    # no checkpointing, on jemalloc: the fastest; every activation stays live (~1.4 MB a token)
+    "shared_jemalloc": dict(prefix_sharing=True, logprob_chunk=256, malloc_mmap_threshold_kb=0, allocator="jemalloc"),
 }
 
 

@@ -1,10 +1,11 @@
 """A demo-shaped update batch: 4 episodes x 6 turns of one function, built by the real protocol
-(recipe smollm2_cpu: history_window 3, max_steps 6), rendered by SmolLM2's chat template, with
-scripted replies of about the demo's length (<= 48 tokens) and real sandbox calls.
+under the `smollm2_cpu` recipe's own env and rollout settings (compact prompts with their worked
+example, answer cues, history_window 3, per-phase token caps), rendered by SmolLM2's chat template,
+with scripted replies of about the demo's length and real sandbox calls.
 
 The episodes of the group differ in the inputs they try, the plans and the hypotheses they write, as
-sampled episodes do; the prompts share what the protocol shares (system prompt, header, context
-examples, and whole first prompts).
+sampled episodes do; the prompts share what the protocol shares (system prompt, worked example,
+header, and whole first prompts).
 """
 
 from __future__ import annotations
@@ -16,38 +17,43 @@ from aac.learner import Sample
 
 GROUP = 4
 TURNS = 6
-MAX_TOKENS = 48
 _WORDS = ("the function returns a value that depends on the first argument and maybe on its length, "
           "so I will try a small list, an empty list, a negative number and a string to see whether "
           "it sorts, counts, filters or raises an error on a wrong type").split()
 
 
 def _reply(phase: str, rng: random.Random, inputs: list[str]) -> str:
+    """The continuation of the phase's answer cue (the compact style's: none, `Input: (`, `Summary:`)."""
     words = " ".join(rng.sample(_WORDS, rng.randint(26, 40)))
     if phase == "reasoning":
-        return f"I will call it with {rng.choice(inputs)}: {words}"
+        return f"Plan: try {rng.choice(inputs)}: {words}"
     if phase == "input":
-        return f"Input: {rng.choice(inputs)}"
-    return f"Decision: NO\nSummary: test_func {words}."  # NO: every episode runs all its turns
+        return f"{rng.choice(inputs)[1:]}\n"  # the cue opened the tuple
+    return f" test_func {words}.\nDecision: NO"  # NO: every episode runs all its turns
 
 
 def demo_samples(tokenizer: Any, seed: int = 0) -> list[Sample]:
-    """GROUP x TURNS samples (episode-major), advantages of both signs; completions cut at MAX_TOKENS."""
+    """GROUP x TURNS samples (episode-major), advantages of both signs; completions cut at the
+    recipe's per-phase caps."""
+    from aac.config import compose
     from aac.datasets import load_instances
     from aac.engines.base import render_chat
     from aac.env.protocol import Episode, ProtocolConfig, sandbox_caller
 
+    cfg = compose("+recipe=smollm2_cpu")
     instance = load_instances("builtin:humaneval", split="train", limit=16)[0]
     inputs = [x for x, _ in instance.test_examples + instance.train_examples]
-    cfg = ProtocolConfig(history_window=3, max_steps=TURNS, call_timeout_s=5.0)
+    protocol = ProtocolConfig.from_env(cfg.env)
+    caps = {**dict.fromkeys(("reasoning", "input", "reflect"), cfg.rollout.max_tokens_per_turn),
+            **cfg.rollout.max_tokens_per_phase}
     rng = random.Random(seed)
     samples = []
     for _ in range(GROUP):
-        episode = Episode(instance, cfg, sandbox_caller(None))
+        episode = Episode(instance, protocol, sandbox_caller(None))
         while not episode.done and len(episode.steps) < TURNS:
+            phase = episode.phase.value
             prompt_ids = render_chat(tokenizer, episode.prompt())
-            reply = _reply(episode.phase.value, rng, inputs)
-            completion = tokenizer(reply, add_special_tokens=False)["input_ids"][:MAX_TOKENS]
+            completion = tokenizer(_reply(phase, rng, inputs), add_special_tokens=False)["input_ids"][:caps[phase]]
             episode.step(tokenizer.decode(completion))
             samples.append(Sample(prompt_ids, completion, [], rng.uniform(-1.5, 1.5)))
     return samples
