@@ -78,6 +78,13 @@ def test_compact_style_shows_a_worked_example_as_chat_turns(phase):
     assert sum(len(m["content"]) for m in compact[2:]) < len(paper[1]["content"])  # shorter context + task
 
 
+def test_compact_input_prompt_shows_a_plan_that_copied_the_example_label_once():
+    for reply in ("Plan: try a long list.", "plan:try a long list.", "try a long list."):
+        ep = Episode(INSTANCE, ProtocolConfig(prompt_style="compact"), LocalCaller())
+        ep.step(reply)
+        assert "\nPlan: try a long list.\n" in ep.prompt()[-1]["content"]
+
+
 @pytest.mark.parametrize("style, cues", [("paper", {"input": "Input: (", "reflect": "Decision:"}),
                                          ("compact", {"input": "Input: (", "reflect": "Summary:"})])
 def test_answer_cues_prefill_input_and_reflect(style, cues):

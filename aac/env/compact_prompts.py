@@ -53,7 +53,10 @@ def reasoning_prompt(view: TurnView) -> list[dict]:
 def input_prompt(view: TurnView) -> list[dict]:
     w = view.wording
     context, example_plan, example_input = w.example[:3]
-    plan = f"Plan: {clip(view.plan or '', view.max_chars)}"
+    # the worked example's plan opens with "Plan:", so a reply that copies it must not read "Plan: Plan:"
+    own = (view.plan or "").strip()
+    own = own[len("Plan:"):].lstrip() if own.lower().startswith("plan:") else own
+    plan = f"Plan: {clip(own, view.max_chars)}"
     return _chat(view, f"{context}\n{example_plan}\n{w.input_task}", example_input,
                  f"{_context(view)}\n{plan}\n{w.input_task}")
 
