@@ -345,7 +345,7 @@ class TrainConfig:
     seed: int = 0
     max_steps: Optional[int] = None  # optimizer steps; None: epochs over the data
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"
-    save_every: int = 10
+    save_every: int = 10  # 0: no periodic checkpoint (the last step's is always written)
     eval_every: int = 0  # 0: no periodic evaluation
     eval_limit: int = 8
     resume: Any = False  # false | true (latest in out_dir) | PATH
@@ -417,6 +417,9 @@ def validate(cfg: Any) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value!r} must be > 0")
+    for key in ("save_every", "eval_every"):  # 0: never (periodically)
+        if OmegaConf.select(cfg, key) < 0:
+            raise ConfigError(f"{key}={OmegaConf.select(cfg, key)!r} must be >= 0 (0: never)")
     if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
         raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
                           f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")

@@ -332,7 +332,7 @@ class Trainer:
                     m.get("update/clip_frac", float("nan")), m["time/rollout_s"], m["rollout/tokens_per_s"],
                     m["time/update_s"],
                 )
-                if self.step % cfg.save_every == 0 or self.step == self.total_steps:
+                if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps:
                     self.save()
                 advance(1)
                 last = m

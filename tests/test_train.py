@@ -212,3 +212,10 @@ def test_multirun_sweep_writes_one_dir_per_setting_and_a_summary(tmp_path):
     assert len(runs) == 2 and "rewards.lambda_h=1" in runs[0] and "rewards.lambda_h=4" in runs[1]
     table = (sweep / "sweep_summary.md").read_text()
     assert all(run in table for run in runs)
+
+
+def test_save_every_zero_keeps_only_the_last_checkpoint(tmp_path):
+    _run(tiny_cfg("max_steps=2", "save_every=0", "env.max_steps=3", "rollout.group_size=2"), tmp_path)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").glob("step_*")) == ["step_000002"]
+    with pytest.raises(ValueError, match=r"save_every=-1 must be >= 0 \(0: never\)"):
+        tiny_cfg("save_every=-1")
