@@ -418,8 +418,9 @@ def validate(cfg: Any) -> None:
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value!r} must be > 0")
     for key in ("save_every", "eval_every"):  # 0: never (periodically)
-        if OmegaConf.select(cfg, key) < 0:
-            raise ConfigError(f"{key}={OmegaConf.select(cfg, key)!r} must be >= 0 (0: never)")
+        value = OmegaConf.select(cfg, key)
+        if value < 0:
+            raise ConfigError(f"{key}={value!r} must be >= 0 (0: never)")
     if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
         raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
                           f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")
