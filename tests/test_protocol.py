@@ -218,6 +218,20 @@ def test_history_window_is_respected():
     assert len(ep.observations) == 6
 
 
+def test_a_window_larger_than_the_history_shows_all_of_it():
+    # 2 context examples and fewer calls than the window: every earlier observation is shown (a
+    # negative slice start once showed only the last 5 - n of n: 1 of 3 at the second reflect)
+    ep, _ = episode(history_window=5)
+    for k in range(2):
+        ep.step("plan")
+        ep.step(f"Input: ([{k}, {k + 10}],)")
+        reflect = user(ep.prompt())
+        assert f"Earlier calls (all {2 + k};" in reflect and "([3, 1, 2],)" in reflect
+        ep.step("Decision: NO\nSummary: s")
+        reasoning = user(ep.prompt())
+        assert f"(all {3 + k};" in reasoning and "([3, 1, 2],)" in reasoning and f"([{k}, {k + 10}],)" in reasoning
+
+
 def test_window_character_budget_drops_the_oldest_calls():
     text = user(episode(max_window_chars=20)[0].prompt())
     assert "(the last 1 of 2;" in text and "([5],) -> [5]" in text and "([3, 1, 2],)" not in text

@@ -222,7 +222,7 @@ class Episode:
         pool = self._observations[:-1] if apart else self._observations
         size = self.cfg.history_window - int(apart)
         view = prompts.TurnView(
-            header=self.instance.header, window=pool[len(pool) - size:] if size > 0 else [],
+            header=self.instance.header, window=pool[max(0, len(pool) - size):] if size > 0 else [],
             total_observations=len(pool), hypothesis=self._hypothesis, plan=self._plan,
             latest=self._latest, latest_is_call=apart, max_chars=self.cfg.max_observation_chars,
             max_window_chars=self.cfg.max_window_chars, wording=self._wording)
