@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from doubles import GenerateOnly
 
 from aac.config import compose
 from aac.metrics import read
@@ -50,7 +51,7 @@ def test_by_default_the_critic_shares_the_actor_engine(tmp_path):
     assert trainer.engine.stats.requests == turns + rows[0]["critic/requests"]
 
 
-class _OneReply:
+class _OneReply(GenerateOnly):
     """An actor (and critic) that gives one reply, which parses in every phase."""
 
     def __init__(self, reply: str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from doubles import GenerateOnly
 
 from aac.engines import GenResult
 from aac.env.instance import Instance
@@ -19,25 +20,55 @@ def fixed_caller(source, input_str, timeout_s):
     return CallResult(output=1, error=None, duration_s=0.0, output_repr="1", normalized=1)
 
 
-class StopsAfter:
-    """Episode k says YES in cycle stops[k] (k read from the seed); records every call's requests."""
+class StopsAfter(GenerateOnly):
+    """Episode k says YES in cycle stops[k] (k read from the seed); records every call's requests.
+    It does not stream: each collect is one generate over every live episode (lockstep)."""
 
     def __init__(self, stops, seed):
+        super().__init__()
         self.stops, self.seed, self.calls = stops, seed, []
+
+    def key_turn(self, seed):
+        return divmod(seed - self.seed * 1_000_003 * 4096, 4096)
+
+    def reply(self, request) -> GenResult:
+        key, turn = self.key_turn(request.sampling.seed)
+        decision = "YES" if turn // 3 + 1 >= self.stops[key] else "NO"
+        return GenResult(f"Input: (3,)\nDecision: {decision}\nSummary: identity", [], [1], None, "stop", None, None)
 
     def generate(self, requests):
         self.calls.append([r.sampling.seed for r in requests])
-        out = []
-        for r in requests:
-            key, turn = divmod(r.sampling.seed - self.seed * 1_000_003 * 4096, 4096)
-            decision = "YES" if turn // 3 + 1 >= self.stops[key] else "NO"
-            out.append(GenResult(f"Input: (3,)\nDecision: {decision}\nSummary: identity", [], [1], None, "stop",
-                                 None, None))
-        return out
+        return [self.reply(r) for r in requests]
 
 
-def _play(stops, max_live, seed=5):
-    engine = StopsAfter(stops, seed)
+class Streams(StopsAfter):
+    """StopsAfter as a streaming engine: turn t of episode k takes length(k, t) decode steps, and
+    `collect` returns when the first of the given requests is done. `steps` counts decode steps."""
+
+    def __init__(self, stops, seed, length):
+        super().__init__(stops, seed)
+        self.length, self.left, self.steps, self.submitted = length, {}, 0, []
+
+    def submit(self, requests):
+        tickets = [len(self.submitted) + i for i in range(len(requests))]
+        for t, r in zip(tickets, requests):
+            self.submitted.append(r)
+            self.left[t] = self.length(*self.key_turn(r.sampling.seed))
+        return tickets
+
+    def collect(self, tickets):
+        n = min(self.left[t] for t in tickets)
+        self.steps += n
+        for t in self.left:
+            self.left[t] -= n
+        done = [t for t in tickets if self.left[t] == 0]
+        for t in done:
+            del self.left[t]
+        return [(t, self.reply(self.submitted[t])) for t in done]
+
+
+def _play(stops, max_live, seed=5, engine=None):
+    engine = engine or StopsAfter(stops, seed)
     driver = EpisodeDriver(engine, ProtocolConfig(max_steps=60), fixed_caller, SamplingSpec(1.0, 1.0, 8),
                            seed=seed, max_live=max_live)
     finished = []
@@ -56,6 +87,26 @@ def test_continuous_batching_refills_slots_and_keeps_the_bound():
     assert stats.idle_slots == 3 and stats.requests == sum(3 * s for s in stops)
     waves = sum(max(3 * s for s in stops[i:i + 2]) for i in range(0, len(stops), 2))
     assert stats.engine_calls < waves
+
+
+def test_on_a_streaming_engine_a_turn_waits_for_its_own_reply_only():
+    # two episodes of 3 cycles (9 turns) whose replies take 10 decode steps on alternate turns, 2 on
+    # the others. Lockstep, every call waits for a 10-step reply: 90 steps. Streamed, each episode
+    # goes at its own pace: 5 x 10 + 4 x 2 = 58 steps for the slower one
+    def length(key, turn):
+        return 10 if (key + turn) % 2 == 0 else 2
+
+    lockstep, _, _, _ = _play([3, 3], max_live=None)
+    assert len(lockstep.calls) == 9
+    assert sum(max(length(*lockstep.key_turn(seed)) for seed in call) for call in lockstep.calls) == 90
+    streams = Streams([3, 3], 5, length)
+    ended_at = {}
+    driver = EpisodeDriver(streams, ProtocolConfig(max_steps=60), fixed_caller, SamplingSpec(1.0, 1.0, 8), seed=5)
+    played, stats = driver.play([EpisodeSpec(k, INST) for k in range(2)],
+                                on_done=lambda eps: ended_at.update({p.spec.key: streams.steps for p in eps}))
+    assert [len(p.turns) for p in played] == [9, 9] and stats.requests == 18
+    assert ended_at == {1: 4 * 10 + 5 * 2, 0: 5 * 10 + 4 * 2}
+    assert max(stats.per_call) == 2 and stats.idle_slots == stats.engine_calls * 2 - sum(stats.per_call)
 
 
 def test_a_turn_is_seeded_by_its_episode_and_index_whatever_shares_its_batch():

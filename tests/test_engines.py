@@ -244,6 +244,31 @@ def test_vllm_overlong_prompt_fails_alone(vllm_engine):
 
 
 @pytest.mark.slow
+def test_vllm_streams_requests_and_returns_each_when_it_is_done(vllm_engine, smollm2_path, make_random_lora):
+    """`submit` / `collect`: the short request comes back first while the long one decodes; the
+    tokens are those of `generate`; a batch (the critic's) served beside the stream leaves it whole."""
+    if vllm_engine.adapter_version("actor") is None:
+        vllm_engine.load_adapter("actor", make_random_lora(smollm2_path, 1), 1)
+    short, long = Sampling(temperature=0.0, max_tokens=3), Sampling(temperature=0.0, max_tokens=24)
+    want = vllm_engine.generate([GenRequest(POEM, short, "actor"), GenRequest(OTHER, long, "actor")])
+    tickets = vllm_engine.submit([GenRequest(POEM, short, "actor"), GenRequest(OTHER, long, "actor")])
+    first = vllm_engine.collect(tickets)
+    assert [t for t, _ in first] == tickets[:1] and first[0][1].token_ids == want[0].token_ids
+    with pytest.raises(EngineError, match="not yet collected"):
+        vllm_engine.load_adapter("actor", make_random_lora(smollm2_path, 1), 1)
+    critic = vllm_engine.generate([GenRequest(POEM, GREEDY)])  # steps the stream too, and keeps its output
+    assert critic[0].token_ids == vllm_engine.generate([GenRequest(POEM, GREEDY)])[0].token_ids
+    rest = vllm_engine.collect(tickets[1:])
+    assert [t for t, _ in rest] == tickets[1:] and rest[0][1].token_ids == want[1].token_ids
+    assert rest[0][1].adapter_version == vllm_engine.adapter_version("actor")
+    with pytest.raises(EngineError, match="never submitted or already collected"):
+        vllm_engine.collect(tickets[1:])
+    overlong = vllm_engine.submit([GenRequest([{"role": "user", "content": "word " * 2100}], GREEDY)])
+    [(_, res)] = vllm_engine.collect(overlong)
+    assert res.finish_reason == "error" and "max_model_len" in res.error
+
+
+@pytest.mark.slow
 def test_openai_engine_against_vllm_serve(vllm_server, vllm_engine):
     engine = make_engine("openai", "smollm2", openai=OpenAIConfig(base_url=vllm_server, timeout_s=60),
                          return_token_ids=True)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from doubles import GenerateOnly
 
 from aac.engines.base import GenResult
 from aac.env import prompts
@@ -91,10 +92,11 @@ def instances(tmp_path):
     return load_instances(write_rows(tmp_path / "test.jsonl"), split="test")
 
 
-class ScriptedEngine:
+class ScriptedEngine(GenerateOnly):
     """Answers every turn with one reply that parses in every phase; records the chats it saw."""
 
     def __init__(self, reply: str):
+        super().__init__()
         self.reply = reply
         self.chats: list[list[dict]] = []
 

@@ -50,6 +50,10 @@ class RecordingEngine:
         self.chats.extend(r.messages for r in requests)
         return self.inner.generate(requests)
 
+    def submit(self, requests):  # the episode driver's turns come this way
+        self.chats.extend(r.messages for r in requests)
+        return self.inner.submit(requests)
+
     def next_token_logprobs(self, requests, candidates):
         self.chats.extend(r.messages for r in requests)
         return self.inner.next_token_logprobs(requests, candidates)

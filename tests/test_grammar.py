@@ -7,6 +7,7 @@ import itertools
 import random
 
 import pytest
+from doubles import GenerateOnly
 
 from aac.engines.base import GenRequest, Sampling
 from aac.engines.constrained import SlotMatcher, grammar_regex
@@ -135,7 +136,7 @@ def test_input_literals_set_the_constrained_inputs_alphabet():
     from aac.rollout.driver import EpisodeDriver, EpisodeSpec, SamplingSpec
     from aac.sandbox.pool import CallResult
 
-    class Recording:  # the grammars the driver asks for; replies stay inside them
+    class Recording(GenerateOnly):  # the grammars the driver asks for; replies stay inside them
         def __init__(self):
             self.grammars = []
 

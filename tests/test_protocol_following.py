@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from doubles import GenerateOnly
 
 from aac.config import ConfigError, compose
 from aac.engines import GenResult
@@ -131,7 +132,7 @@ def test_prefilled_chat_renders_the_cue_as_open_prompt_tokens(smollm2_path):
 
 
 # ---------------------------------------------------------------- per-phase token budgets
-class Budgets:
+class Budgets(GenerateOnly):
     """Scripted replies; records each request's token budget by phase."""
 
     def __init__(self):

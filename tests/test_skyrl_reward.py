@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import pytest
 import skyrl_gym
+from doubles import GenerateOnly
 
 import aac.rollout.skyrl_reward  # noqa: F401  (registers "aac-pau-critic")
 from aac.env.instance import Instance
@@ -63,7 +64,7 @@ def test_critic_rewards_through_skyrl_gym_make_against_a_local_endpoint(serve_ch
     assert env.get_metrics()["return"] == pytest.approx(4.5) and env.get_metrics()["masked_judgments"] == 0.0
 
 
-class ReplayActor:
+class ReplayActor(GenerateOnly):
     """An actor engine replaying fixed replies, one episode after the other (max_live_episodes=1)."""
 
     def __init__(self, replies: list[str]):

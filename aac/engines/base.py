@@ -4,6 +4,11 @@ An `Engine` takes a batch of chat requests and returns one result per request, i
 names the LoRA adapter to use (None = the base model). Backends: `vllm` (in-process, one engine for
 actor and critic), `hf` (transformers `generate` + peft) and `openai` (any compatible endpoint).
 
+`submit` / `collect` serve the same requests as a stream: `collect` returns as soon as some of them
+are done, so a caller (the episode driver) can send an episode's next turn while the others still
+decode. An engine that cannot stream answers `collect` with one `generate` over everything
+submitted (lockstep); the vLLM engine streams (continuous batching across turns).
+
 `next_token_logprobs` is the scoring call (a rating read from one forward pass): for each chat, the
 log-probs that the reply's first token is each of a few candidate strings (e.g. the ten digits).
 
@@ -16,6 +21,7 @@ temperature/top-p the token was sampled with.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from abc import ABC, abstractmethod
@@ -120,6 +126,24 @@ class Engine(ABC):
     @abstractmethod
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """One result per request, in order. A failed request gives finish_reason="error"."""
+
+    def submit(self, requests: list[GenRequest]) -> list[Any]:
+        """Start `requests`; returns one ticket per request for `collect`. Here: queued, and served
+        by the next `collect` in one `generate` (an engine that streams overrides both)."""
+        queued = self.__dict__.setdefault("_queued", {})
+        counter = self.__dict__.setdefault("_tickets", itertools.count())
+        tickets = [next(counter) for _ in requests]
+        queued.update(zip(tickets, requests))
+        return tickets
+
+    def collect(self, tickets: list[Any]) -> list[tuple[Any, GenResult]]:
+        """Wait until at least one of `tickets` is done; returns (ticket, result) for every done one
+        (each ticket once). Here: all of them, from one `generate` call."""
+        queued = self.__dict__.get("_queued", {})
+        todo = [t for t in tickets if t in queued]
+        if len(todo) < len(tickets):
+            raise EngineError(f"collect: {len(tickets) - len(todo)} ticket(s) were never submitted or already collected")
+        return list(zip(todo, self.generate([queued.pop(t) for t in todo])))
 
     @abstractmethod
     def load_adapter(self, name: str, path: str, version: int) -> None:

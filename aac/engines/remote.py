@@ -34,6 +34,12 @@ class RemoteEngine(Engine):
     def generate(self, requests):
         return self._call("generate", requests)
 
+    def submit(self, requests):
+        return self._call("submit", requests)
+
+    def collect(self, tickets):
+        return self._call("collect", tickets)
+
     def load_adapter(self, name, path, version):
         return self._call("load_adapter", name, path, version)
 
@@ -61,6 +67,12 @@ class EngineHost:
 
     def generate(self, requests):
         return self.engine.generate(requests)
+
+    def submit(self, requests):
+        return self.engine.submit(requests)
+
+    def collect(self, tickets):
+        return self.engine.collect(tickets)
 
     def load_adapter(self, name, path, version):
         return self.engine.load_adapter(name, path, version)

@@ -146,6 +146,10 @@ class VLLMEngine(Engine):
         self._ids = itertools.count(IDENTITY_ID + 1)
         self._adapters: dict[str, tuple[int, Any]] = {}  # name -> (version, LoRARequest)
         self._identity = None
+        self._streams: dict[Any, tuple[GenRequest, list[int], Optional[int]]] = {}  # submitted, not collected
+        self._finished: dict[Any, Any] = {}  # finished vLLM outputs not yet claimed (None: too long)
+        self._too_long = itertools.count()
+        self._request_ids = itertools.count()
         if enable_lora:
             from vllm.lora.request import LoRARequest
 
@@ -174,12 +178,18 @@ class VLLMEngine(Engine):
         request = LoRARequest(f"{name}@v{version}", next(self._ids), str(path))
         engine = self.llm.llm_engine
         with self._lock:
+            self._no_streams("load_adapter")
             if not engine.add_lora(request):
                 raise EngineError(f"vLLM could not load adapter {name} v{version} from {path}")
             old = self._adapters.get(name)
             self._adapters[name] = (version, request)
             if old is not None:
                 engine.remove_lora(old[1].lora_int_id)
+
+    def _no_streams(self, what: str) -> None:
+        """New weights under requests in flight would serve one reply with two models."""
+        if self._streams:
+            raise EngineError(f"{what} with {len(self._streams)} submitted request(s) not yet collected")
 
     def adapter_version(self, name: str) -> Optional[int]:
         entry = self._adapters.get(name)
@@ -206,80 +216,152 @@ class VLLMEngine(Engine):
         return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=min(s.max_tokens, room), seed=s.seed,
                               logprobs=0 if s.logprobs else None, stop=list(s.stop) if s.stop else None)
 
+    def _prepare(self, requests: list[GenRequest]) -> tuple[list[list[int]], list[int]]:
+        """Prompt ids per request, and the indices that fit (vLLM rejects a whole batch over one
+        overlong prompt: those are answered apart, the others still run)."""
+        prompt_ids = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
+        return prompt_ids, [i for i, ids in enumerate(prompt_ids) if len(ids) < self.max_model_len]
+
+    def _enqueue(self, prompt_ids: list[list[int]], params: Any, loras: Optional[list[Any]]) -> list[str]:
+        """Add requests to the engine (not run yet); returns their request ids, which its outputs
+        carry. Under the lock."""
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        engine, ids = self.llm.llm_engine, []
+        try:
+            for i, prompt in enumerate(prompt_ids):
+                p = params[i] if isinstance(params, list) else params.clone()
+                p.output_kind = RequestOutputKind.FINAL_ONLY  # the finished output only, as LLM.generate asks
+                request_id = f"aac-{next(self._request_ids)}"
+                engine.add_request(request_id, TokensPrompt(prompt_token_ids=prompt), p,
+                                   lora_request=loras[i] if loras else None)
+                ids.append(request_id)
+        except Exception:
+            if ids:  # none of a batch that failed stays in the engine
+                engine.abort_request(ids)
+            raise
+        return ids
+
+    def _step_until(self, ids: list[str], *, every: bool) -> None:
+        """Run engine steps until every one (or, with every=False, some) of `ids` is finished. Each
+        step serves all requests in the engine: finished outputs that are not ours wait in
+        `_finished` for whoever added them (a stream, another caller's batch). Under the lock."""
+        engine = self.llm.llm_engine
+        done = all if every else any
+        while ids and not done(i in self._finished for i in ids):
+            if not engine.has_unfinished_requests():
+                raise EngineError(f"vLLM finished without {sum(i not in self._finished for i in ids)} request(s)")
+            for out in engine.step():
+                if out.finished:
+                    self._finished[out.request_id] = out
+
+    def _run(self, prompt_ids: list[list[int]], params: Any, loras: Optional[list[Any]]) -> list[Any]:
+        """vLLM's outputs for these prompts, in order (what `LLM.generate` does, without taking the
+        outputs of requests other callers have in flight)."""
+        ids = self._enqueue(prompt_ids, params, loras)
+        self._step_until(ids, every=True)
+        return [self._finished.pop(i) for i in ids]
+
+    def _batch_lora(self, any_adapter: bool) -> bool:
+        """Whether a batch runs with LoRA requests; a stream in flight uses LoRA (see `submit`), so a
+        batch added beside it must too, or vLLM would mix plain and LoRA requests."""
+        return self._use_lora(any_adapter or bool(self._streams))
+
+    @staticmethod
+    def _result(req: GenRequest, prompt_ids: list[int], out: Any, version: Optional[int]) -> GenResult:
+        o = out.outputs[0]
+        tokens = list(o.token_ids)
+        lps = [step[t].logprob for t, step in zip(tokens, o.logprobs)] if req.sampling.logprobs else None
+        return GenResult(text=o.text, prompt_ids=prompt_ids, token_ids=tokens, logprobs=lps,
+                         finish_reason="length" if o.finish_reason == "length" else "stop",
+                         adapter=req.adapter, adapter_version=version)
+
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         if not requests:
             return []
         started = time.perf_counter()
-        from vllm.inputs import TokensPrompt
-
-        prompt_ids = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
-        results: list[Optional[GenResult]] = [None] * len(requests)
-        run = []  # vLLM rejects a whole batch over one overlong prompt: answer those apart
-        for i, (req, ids) in enumerate(zip(requests, prompt_ids)):
-            if len(ids) >= self.max_model_len:
-                results[i] = too_long(req, ids, self.max_model_len)
-            else:
-                run.append(i)
+        prompt_ids, run = self._prepare(requests)
+        results: list[GenResult] = [too_long(r, ids, self.max_model_len) for r, ids in zip(requests, prompt_ids)]
         with self._lock:  # adapters resolved under the lock: a concurrent hot-load cannot swap them
             loras = [self._lora(r.adapter) for r in requests]
-            use_lora = self._use_lora(any(requests[i].adapter is not None for i in run))
-            outputs = self.llm.generate(
-                [TokensPrompt(prompt_token_ids=prompt_ids[i]) for i in run],
-                [self._params(requests[i].sampling, self.max_model_len - len(prompt_ids[i])) for i in run],
-                lora_request=[loras[i][0] for i in run] if use_lora else None, use_tqdm=False,
-            ) if run else []
+            use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
+            outputs = self._run([prompt_ids[i] for i in run],
+                                [self._params(requests[i].sampling, self.max_model_len - len(prompt_ids[i])) for i in run],
+                                [loras[i][0] for i in run] if use_lora else None)
         for i, out in zip(run, outputs):
-            req, o = requests[i], out.outputs[0]
-            tokens = list(o.token_ids)
-            lps = [step[t].logprob for t, step in zip(tokens, o.logprobs)] if req.sampling.logprobs else None
-            finish = "length" if o.finish_reason == "length" else "stop"
-            results[i] = GenResult(text=o.text, prompt_ids=prompt_ids[i], token_ids=tokens, logprobs=lps,
-                                   finish_reason=finish, adapter=req.adapter, adapter_version=loras[i][1])
-        done = [r for r in results if r is not None]
-        self._account(done, started)
-        return done
+            results[i] = self._result(requests[i], prompt_ids[i], out, loras[i][1])
+        self._account(results, started)
+        return results
+
+    def submit(self, requests: list[GenRequest]) -> list[Any]:
+        """Start `requests` in the engine; `collect` returns each as soon as it is done. Streamed
+        requests always run with LoRA when it is enabled (base ones through the identity adapter):
+        requests added later, with or without an adapter, may share their batches."""
+        prompt_ids, run = self._prepare(requests)
+        tickets: list[Any] = []
+        with self._lock:
+            loras = [self._lora(r.adapter) for r in requests]
+            use_lora = self._use_lora(True)
+            ids = iter(self._enqueue([prompt_ids[i] for i in run],
+                                     [self._params(requests[i].sampling, self.max_model_len - len(prompt_ids[i]))
+                                      for i in run], [loras[i][0] for i in run] if use_lora else None))
+            for i, (req, ids_i) in enumerate(zip(requests, prompt_ids)):
+                ticket = next(ids) if i in run else f"too-long-{next(self._too_long)}"
+                self._streams[ticket] = (req, ids_i, loras[i][1])
+                if i not in run:
+                    self._finished[ticket] = None  # answered without running
+                tickets.append(ticket)
+        return tickets
+
+    def collect(self, tickets: list[Any]) -> list[tuple[Any, GenResult]]:
+        if unknown := [t for t in tickets if t not in self._streams]:
+            raise EngineError(f"collect: {len(unknown)} ticket(s) were never submitted or already collected")
+        started = time.perf_counter()
+        with self._lock:
+            self._step_until(list(tickets), every=False)
+            got = []
+            for t in tickets:
+                if t in self._finished:
+                    (req, ids, version), out = self._streams.pop(t), self._finished.pop(t)
+                    got.append((t, too_long(req, ids, self.max_model_len) if out is None else
+                                self._result(req, ids, out, version)))
+        self._account([r for _, r in got], started)
+        return got
 
     def next_token_logprobs(self, requests: list[GenRequest], candidates: list[str]) -> list[TokenLogprobs]:
         if not requests:
             return []
         started = time.perf_counter()
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
 
         ids = candidate_token_ids(self.tokenizer, candidates)
         # logprob_token_ids: the exact raw log-probs of just these tokens (not a top-k); one token decoded
         params = SamplingParams(max_tokens=1, temperature=0.0,
                                 logprob_token_ids=sorted({t for spellings in ids.values() for t in spellings}))
-        prompt_ids = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
-        results: list[Optional[TokenLogprobs]] = [
-            too_long_logprobs(p, self.max_model_len) if len(p) >= self.max_model_len else None for p in prompt_ids]
-        run = [i for i, r in enumerate(results) if r is None]
+        prompt_ids, run = self._prepare(requests)
+        results = [too_long_logprobs(p, self.max_model_len) for p in prompt_ids]
         with self._lock:
             loras = [self._lora(r.adapter)[0] for r in requests]
-            use_lora = self._use_lora(any(requests[i].adapter is not None for i in run))
-            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=prompt_ids[i]) for i in run], params,
-                                        lora_request=[loras[i] for i in run] if use_lora else None,
-                                        use_tqdm=False) if run else []
+            use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
+            outputs = self._run([prompt_ids[i] for i in run], params, [loras[i] for i in run] if use_lora else None)
         for i, out in zip(run, outputs):
             step = out.outputs[0].logprobs[0]
             results[i] = TokenLogprobs(merge_candidates({t: lp.logprob for t, lp in step.items()}, ids), prompt_ids[i])
-        done = [r for r in results if r is not None]
-        self._account_next_token(done, started)
-        return done
+        self._account_next_token(results, started)
+        return results
 
     def score(self, prompt_ids: list[int], completion_ids: list[int], adapter: Optional[str]) -> list[float]:
         if not completion_ids:
             return []
         from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
 
         # prompt_logprobs=0 returns each prompt token's own log-prob; the one generated token is ignored
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
         with self._lock:
             lora, _ = self._lora(adapter)
-            out = self.llm.generate([TokensPrompt(prompt_token_ids=list(prompt_ids) + list(completion_ids))], params,
-                                    lora_request=lora if self._use_lora(adapter is not None) else None,
-                                    use_tqdm=False)[0]
+            use_lora = self._batch_lora(adapter is not None)
+            out = self._run([list(prompt_ids) + list(completion_ids)], params, [lora] if use_lora else None)[0]
         tail = out.prompt_logprobs[len(prompt_ids):]
         return [step[t].logprob for t, step in zip(completion_ids, tail)]
 

@@ -64,6 +64,7 @@ class MergedVLLMEngine(VLLMEngine):
             raise EngineError(f"not a peft adapter folder (no adapter_config.json): {path}")
         started = time.perf_counter()
         with self._lock:
+            self._no_streams("load_adapter")
             self.llm.collective_rpc("aac_load_merged", args=(str(path),))
             if not self.llm.reset_prefix_cache():
                 raise EngineError("vLLM could not reset its prefix cache after new weights were loaded")

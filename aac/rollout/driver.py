@@ -1,8 +1,9 @@
 """The one episode driver: training rollouts, `Trainer.evaluate` and `aac.eval` all play episodes here.
 
-Continuous batching: up to `max_live` episodes are in flight; each engine call carries the current
-turn of every live episode, and a finished episode's slot is refilled from the queue at once, so a
-long episode never holds a whole wave of short ones back. One seeding rule for every caller:
+Continuous batching: up to `max_live` episodes are in flight, and a finished episode's slot is
+refilled from the queue at once, so a long episode never holds a whole wave of short ones back.
+Turns are streamed to the engine (`Engine.submit` / `collect`): on a streaming engine an episode's
+next turn starts as soon as its own reply is back, not when the slowest reply of the batch is. One seeding rule for every caller:
 turn `t` of the episode with key `k` samples with seed `turn_seed(seed, k, t)`, so a replay with the
 same keys draws the same tokens whatever else shares its batch.
 
@@ -111,10 +112,10 @@ class PlayedEpisode:
 class DriverStats:
     engine_calls: int = 0
     requests: int = 0
-    idle_slots: int = 0  # summed over calls: slots (max_live) minus the requests a call carried
+    idle_slots: int = 0  # summed over calls: slots (max_live) minus the requests in flight
     generation_s: float = 0.0
     generated_tokens: int = 0
-    per_call: list[int] = field(default_factory=list)  # requests per engine call
+    per_call: list[int] = field(default_factory=list)  # requests in flight per engine call (collect)
 
     @property
     def idle_slots_per_call(self) -> float:
@@ -155,36 +156,59 @@ class EpisodeDriver:
 
     def play(self, specs: Iterable[EpisodeSpec],
              on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:
-        """Play every episode to its end; `on_done` gets each call's finished episodes at once (so a
-        killed run loses only those in flight). Returns the episodes in the order of `specs`."""
+        """Play every episode to its end; `on_done` gets each collect's finished episodes at once (so a
+        killed run loses only those in flight). Returns the episodes in the order of `specs`.
+
+        Turns go to the engine as a stream (`Engine.submit` / `collect`): an episode's next turn is
+        sent as soon as its reply is back and stepped, while the others still decode. On an engine that
+        streams (vLLM) a step of the batch waits for no reply but its own; on one that does not, each
+        collect is one generate over every live episode (lockstep)."""
         queue = deque(specs)
         order = {id(s): i for i, s in enumerate(queue)}
         slots = self.max_live or len(queue)
-        live: list[_Live] = []
+        pending: dict[Any, _Live] = {}  # ticket -> the episode whose turn it is
         done: list[PlayedEpisode] = []
         stats = DriverStats()
-        while queue or live:
-            while queue and len(live) < slots:
-                spec = queue.popleft()
-                live.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
+
+        def send(lives: list[_Live]) -> None:
             requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()), self._sampling(lv), self.adapter)
-                        for lv in live]
+                        for lv in lives]
+            pending.update(zip(self.engine.submit(requests), lives))
+
+        def admit(live: int) -> list[_Live]:
+            """New episodes for the slots that `live` episodes leave free."""
+            new = []
+            while queue and live + len(new) < slots:
+                spec = queue.popleft()
+                new.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
+            return new
+
+        t0 = time.perf_counter()
+        send(admit(0))
+        stats.generation_s += time.perf_counter() - t0
+        while pending:
+            in_flight = len(pending)
             t0 = time.perf_counter()
-            results = self.engine.generate(requests)
+            got = self.engine.collect(list(pending))
             stats.generation_s += time.perf_counter() - t0
             stats.engine_calls += 1
-            stats.requests += len(requests)
-            stats.idle_slots += slots - len(requests)
-            stats.per_call.append(len(requests))
-            finished = []
-            for lv, res in zip(live, results):
+            stats.requests += len(got)
+            stats.idle_slots += slots - in_flight
+            stats.per_call.append(in_flight)
+            finished, going_on = [], []
+            for ticket, res in got:
+                lv = pending.pop(ticket)
                 hypothesis, observations = lv.episode.hypothesis, lv.episode.observations
                 step = lv.episode.step(res.text)
                 stats.generated_tokens += len(res.token_ids)
                 lv.turns.append(PlayedTurn(step, res, hypothesis, observations))
                 if lv.episode.done:
                     finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
-            live = [lv for lv in live if not lv.episode.done]
+                else:
+                    going_on.append(lv)
+            t0 = time.perf_counter()
+            send(going_on + admit(len(pending) + len(going_on)))
+            stats.generation_s += time.perf_counter() - t0
             if finished:
                 done += finished
                 if on_done is not None:
