@@ -201,6 +201,9 @@ class RolloutConfig:
     # per-phase budgets replacing max_tokens_per_turn, e.g. {input: 24, reflect: 64}: an input needs a
     # few tokens, and every generated token costs rollout and update time
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)
+    # per-phase stop strings kept in the reply, e.g. {input: ["\n"]}: the engine ends a reply once its
+    # answer is written instead of running on to the budget (none by default: paper runs unchanged)
+    stop_per_phase: dict[str, list[str]] = field(default_factory=dict)
     num_workers: int = 1  # rollout workers (each holds a sandbox pool and a critic)
     # episodes in flight per worker (continuous batching: a finished one's slot is refilled at once);
     # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
@@ -298,6 +301,7 @@ class EvalConfig:
     codematch_timeout_s: float = 0.5
     max_tokens_per_turn: int = 1024
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)  # as rollout.max_tokens_per_phase
+    stop_per_phase: dict[str, list[str]] = field(default_factory=dict)  # as rollout.stop_per_phase
     temperature: float = 0.0  # greedy by default (docs/method.md §8)
     batch_size: int = 16  # episodes in flight: more is faster until the engine saturates
     judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
@@ -440,6 +444,11 @@ def validate(cfg: Any) -> None:
         bad = {k: v for k, v in budgets.items() if k not in PHASES or v is None or v <= 0}
         if bad:
             raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASES)} with budgets > 0")
+    for key in ("rollout.stop_per_phase", "eval.stop_per_phase"):
+        stops = OmegaConf.select(cfg, key) or {}
+        bad = {k: v for k, v in stops.items() if k not in PHASES or not v or not all(isinstance(s, str) and s for s in v)}
+        if bad:
+            raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASES)}, each with non-empty strings")
     if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
         raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":

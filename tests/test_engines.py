@@ -36,6 +36,7 @@ def test_cut_at_stop_takes_the_earliest():
     assert cut_at_stop("a STOP b END", ["END", "STOP"]) == ("a ", True)
     assert cut_at_stop("abc", ["x"]) == ("abc", False)
     assert cut_at_stop("abc", None) == ("abc", False)
+    assert cut_at_stop("a STOP b END", ["END", "STOP"], include=True) == ("a STOP", True)
 
 
 def test_token_logprobs_expectation_renormalises_over_the_candidates_present():
@@ -112,6 +113,8 @@ def test_hf_stop_string_and_overlong_prompt(tiny_hf):
     cut = tiny_hf.generate([GenRequest(POEM, Sampling(max_tokens=24, seed=1, stop=[stop]))])[0]
     assert stop not in cut.text and free.text.startswith(cut.text) and cut.finish_reason == "stop"
     assert cut.token_ids == free.token_ids[:len(cut.token_ids)] and len(cut.token_ids) < len(free.token_ids)
+    kept = tiny_hf.generate([GenRequest(POEM, Sampling(max_tokens=24, seed=1, stop=[stop], include_stop=True))])[0]
+    assert kept.text == cut.text + stop and kept.token_ids == cut.token_ids  # the same tokens, the stop in the text
     long = [{"role": "user", "content": "word " * 400}]
     results = tiny_hf.generate([GenRequest(long, GREEDY), GenRequest(POEM, GREEDY)])
     assert results[0].finish_reason == "error" and "max_model_len" in results[0].error
@@ -266,6 +269,17 @@ def test_vllm_streams_requests_and_returns_each_when_it_is_done(vllm_engine, smo
     overlong = vllm_engine.submit([GenRequest([{"role": "user", "content": "word " * 2100}], GREEDY)])
     [(_, res)] = vllm_engine.collect(overlong)
     assert res.finish_reason == "error" and "max_model_len" in res.error
+
+
+@pytest.mark.slow
+def test_vllm_and_hf_keep_the_stop_string_alike(vllm_engine, hf_smollm2):
+    """`include_stop`: both engines end the reply at the stop string and keep it, with the same tokens."""
+    free = vllm_engine.generate([GenRequest(POEM, GREEDY)])[0]
+    stop = free.text.split()[2]
+    sampling = Sampling(temperature=0.0, max_tokens=16, stop=[stop], include_stop=True)
+    got, want = (e.generate([GenRequest(POEM, sampling)])[0] for e in (vllm_engine, hf_smollm2))
+    assert got.text.endswith(stop) and free.text.startswith(got.text) and got.finish_reason == "stop"
+    assert (got.text, got.token_ids) == (want.text, want.token_ids) and len(got.token_ids) < len(free.token_ids)
 
 
 @pytest.mark.slow

@@ -133,10 +133,11 @@ def test_prefilled_chat_renders_the_cue_as_open_prompt_tokens(smollm2_path):
 
 # ---------------------------------------------------------------- per-phase token budgets
 class Budgets(GenerateOnly):
-    """Scripted replies; records each request's token budget by phase."""
+    """Scripted replies; records each request's token budget (and stop strings) by phase."""
 
     def __init__(self):
         self.seen: list[tuple[str, int]] = []
+        self.stops: list[tuple[str, list[str] | None, bool]] = []
 
     def generate(self, requests):
         out = []
@@ -144,6 +145,7 @@ class Budgets(GenerateOnly):
             phase = ("input" if r.messages[-1]["content"] == "Input: (" else
                      "reflect" if r.messages[-1]["content"] == "Summary:" else "reasoning")
             self.seen.append((phase, r.sampling.max_tokens))
+            self.stops.append((phase, r.sampling.stop, r.sampling.include_stop))
             text = {"input": "3, 1],)", "reflect": " sorts.\nDecision: YES", "reasoning": "plan"}[phase]
             out.append(GenResult(text, [], [1], None, "stop", None, None))
         return out
@@ -155,6 +157,22 @@ def test_per_phase_budgets_reach_each_turns_request():
     driver = EpisodeDriver(engine, ProtocolConfig(prompt_style="compact", answer_cues=True), LocalCaller(), sampling)
     played, _ = driver.play([EpisodeSpec(0, INSTANCE)])
     assert engine.seen == [("reasoning", 48), ("input", 12), ("reflect", 64)] and played[0].episode.concluded
+    assert engine.stops == [("reasoning", None, False), ("input", None, False), ("reflect", None, False)]
+
+
+def test_per_phase_stops_reach_each_turns_request_kept_in_the_reply():
+    engine = Budgets()
+    sampling = SamplingSpec(1.0, 1.0, 48, stop_per_phase={"input": ("\n",), "reflect": ("Decision: YES", "Decision: NO")})
+    driver = EpisodeDriver(engine, ProtocolConfig(prompt_style="compact", answer_cues=True), LocalCaller(), sampling)
+    driver.play([EpisodeSpec(0, INSTANCE)])
+    assert engine.stops == [("reasoning", None, False), ("input", ["\n"], True),
+                            ("reflect", ["Decision: YES", "Decision: NO"], True)]
+    with pytest.raises(ValueError, match="stop_per_phase: reflect"):
+        SamplingSpec(1.0, 1.0, 48, stop_per_phase={"reflect": ("",)})
+    with pytest.raises(ConfigError, match="rollout.stop_per_phase"):
+        compose("+rollout.stop_per_phase={plan: [x]}")
+    with pytest.raises(ConfigError, match="eval.stop_per_phase"):
+        compose("+eval.stop_per_phase={input: []}")
 
 
 def test_settings_flow_from_config_to_sampling_eval_identity_and_sft_replay():
@@ -170,6 +188,8 @@ def test_settings_flow_from_config_to_sampling_eval_identity_and_sft_replay():
     identity = run_identity(cfg, None)
     assert (identity["prompt_style"], identity["answer_cues"], identity["max_tokens_per_phase"]) == (
         "compact", True, {"reflect": 64})
+    stopped = run_identity(compose("+eval.stop_per_phase={input: [')']}"), None)
+    assert stopped["stop_per_phase"] == {"input": [")"]}  # a run that stopped replies early says so
     paper = compose()
     assert not {"prompt_style", "answer_cues", "max_tokens_per_phase"} & set(run_identity(paper, None))
     replayed = run_protocol(identity, paper.env)  # SFT rebuilds the prompts the run showed

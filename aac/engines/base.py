@@ -42,6 +42,7 @@ class Sampling:
     seed: Optional[int] = None
     logprobs: bool = False  # return the sampled tokens' log-probs (see the module docstring)
     stop: Optional[list[str]] = None  # the text ends before the first stop string
+    include_stop: bool = False  # ... or with it (the reply is its answer, and stops there)
     # the reply must spell a string of this slot grammar (aac/engines/constrained.py); None: free.
     # Not part of batch_key: rows of one batch may each have their own (HF engine only)
     grammar: Optional[tuple[tuple[str, ...], ...]] = None
@@ -56,7 +57,7 @@ class Sampling:
 
     def batch_key(self) -> tuple:
         """What requests must share to run in one batched call (everything but the seed)."""
-        return (self.temperature, self.top_p, self.max_tokens, self.logprobs, tuple(self.stop or ()))
+        return (self.temperature, self.top_p, self.max_tokens, self.logprobs, tuple(self.stop or ()), self.include_stop)
 
 
 @dataclass
@@ -260,7 +261,10 @@ def _too_long_message(prompt_ids: list[int], max_model_len: int) -> str:
     return f"prompt of {len(prompt_ids)} tokens leaves no room in max_model_len={max_model_len}"
 
 
-def cut_at_stop(text: str, stop: Optional[list[str]]) -> tuple[str, bool]:
-    """`text` up to the earliest stop string, and whether one was found."""
-    cut = min((i for i in (text.find(s) for s in stop or ()) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
+def cut_at_stop(text: str, stop: Optional[list[str]], include: bool = False) -> tuple[str, bool]:
+    """`text` up to the earliest stop string (through it with `include`), and whether one was found."""
+    found = [(i, i + len(s)) for s in stop or () if (i := text.find(s)) >= 0]
+    if not found:
+        return text, False
+    start, end = min(found)
+    return text[:end if include else start], True

@@ -177,14 +177,14 @@ class HFEngine(Engine):
             logps = steps.gather(-1, out.sequences[:, width:, None].to(steps.device))[..., 0].tolist()
         results = []
         for row, (ids, tokens) in enumerate(zip(prompts, new)):
-            tokens, text, stopped = self._trim(tokens, s.stop)
+            tokens, text, stopped = self._trim(tokens, s.stop, s.include_stop)
             results.append(GenResult(text=text, prompt_ids=ids, token_ids=tokens,
                                      logprobs=logps[row][:len(tokens)] if logps else None,
                                      finish_reason="stop" if stopped else "length", adapter=adapter,
                                      adapter_version=self.adapter_version(adapter) if adapter else None))
         return results
 
-    def _trim(self, tokens: list[int], stop: Optional[list[str]]) -> tuple[list[int], str, bool]:
+    def _trim(self, tokens: list[int], stop: Optional[list[str]], include: bool = False) -> tuple[list[int], str, bool]:
         """Cut a generated row after its EOS or the token completing a stop string (then padding)."""
         end = next((k + 1 for k, t in enumerate(tokens) if t in self.eos_ids), None)
         if end is not None:
@@ -200,7 +200,7 @@ class HFEngine(Engine):
                     else:
                         lo = mid + 1
                 tokens = tokens[:lo]
-                text = cut_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop)[0]
+                text = cut_at_stop(self.tokenizer.decode(tokens, skip_special_tokens=True), stop, include)[0]
                 return tokens, text, True
         return tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), end is not None
 

@@ -153,6 +153,8 @@ class OpenAIEngine(Engine):
                                       max_tokens=s.max_tokens)
         if s.stop:
             kwargs["stop"] = list(s.stop)
+            if s.include_stop:  # a vLLM server's option; an endpoint without it ends the text before the stop
+                extra["include_stop_str_in_output"] = True
         if s.logprobs:
             kwargs["logprobs"] = True
         response = self.client.chat.completions.create(**kwargs, extra_body=extra or None)

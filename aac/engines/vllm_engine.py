@@ -214,7 +214,8 @@ class VLLMEngine(Engine):
         # logprobs=0: only the sampled token's; vLLM's default logprobs_mode "raw_logprobs" makes it
         # the temperature-1.0 log-prob (before temperature / top-p), as the module docstring promises
         return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=min(s.max_tokens, room), seed=s.seed,
-                              logprobs=0 if s.logprobs else None, stop=list(s.stop) if s.stop else None)
+                              logprobs=0 if s.logprobs else None, stop=list(s.stop) if s.stop else None,
+                              include_stop_str_in_output=s.include_stop)
 
     def _prepare(self, requests: list[GenRequest]) -> tuple[list[list[int]], list[int]]:
         """Prompt ids per request, and the indices that fit (vLLM rejects a whole batch over one

@@ -25,7 +25,8 @@ from aac.progress import bar
 
 log = logging.getLogger("aac.eval")
 ACTOR_ADAPTER = "actor"
-PAPER_PROTOCOL = {"prompt_style": "paper", "answer_cues": False, "max_tokens_per_phase": {}, "domain": "pau"}
+PAPER_PROTOCOL = {"prompt_style": "paper", "answer_cues": False, "max_tokens_per_phase": {}, "stop_per_phase": {},
+                  "domain": "pau"}
 
 
 class EvalError(ValueError):
@@ -69,10 +70,11 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
 def _protocol_identity(cfg: Any) -> dict:
     """The prompt style, answer cues, per-phase budgets and domain, where they leave the paper's defaults
     (older run folders, which played those, keep their identity)."""
-    from aac.rollout.driver import phase_budgets
+    from aac.rollout.driver import phase_budgets, phase_stops
 
     chosen = {"prompt_style": str(cfg.env.prompt_style), "answer_cues": bool(cfg.env.answer_cues),
-              "max_tokens_per_phase": phase_budgets(cfg.eval), "domain": str(cfg.env.domain)}
+              "max_tokens_per_phase": phase_budgets(cfg.eval),
+              "stop_per_phase": {k: list(v) for k, v in phase_stops(cfg.eval).items()}, "domain": str(cfg.env.domain)}
     return {k: v for k, v in chosen.items() if v != PAPER_PROTOCOL[k]}
 
 
@@ -90,7 +92,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     from aac.env.protocol import sandbox_caller
     from aac.env.teacher import teacher_prompts
     from aac.eval.runner import ActorSpec, run_in_context, run_interactive
-    from aac.rollout.driver import EpisodeSpec, phase_budgets
+    from aac.rollout.driver import EpisodeSpec, phase_budgets, phase_stops
 
     e = cfg.eval
     path = run_dir / records.EPISODES
@@ -106,7 +108,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     if adapter is not None:
         engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
-                      cfg.rollout.top_p, teacher_prompts(e.teacher), phase_budgets(e))
+                      cfg.rollout.top_p, teacher_prompts(e.teacher), phase_budgets(e), phase_stops(e))
     teacher = {} if e.teacher == "none" else {"teacher": str(e.teacher)}  # marks a teacher's episodes
     t0 = time.perf_counter()
     with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress) as advance:

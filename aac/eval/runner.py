@@ -38,11 +38,13 @@ class ActorSpec:
     top_p: float = 1.0
     prompt_for: PromptTransform = plain
     max_tokens_per_phase: dict[str, int] | None = None  # interactive turns: budgets that replace max_tokens
+    stop_per_phase: dict[str, tuple[str, ...]] | None = None  # interactive turns: stop strings kept in the reply
 
     @property
     def sampling(self) -> SamplingSpec:
         return SamplingSpec(self.temperature, self.top_p, self.max_tokens,
-                            max_tokens_per_phase=dict(self.max_tokens_per_phase or {}))
+                            max_tokens_per_phase=dict(self.max_tokens_per_phase or {}),
+                            stop_per_phase=dict(self.stop_per_phase or {}))
 
     def generate(self, chats: list[list[dict]], keys: list[int]) -> list[Any]:
         """One turn per chat; `keys` are the episodes' keys (the driver's seeding rule, turn 0)."""

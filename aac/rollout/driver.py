@@ -42,18 +42,25 @@ def phase_budgets(section: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in (getattr(section, "max_tokens_per_phase", None) or {}).items()}
 
 
+def phase_stops(section: Any) -> dict[str, tuple[str, ...]]:
+    """`section.stop_per_phase` as a plain dict of tuples ({} when unset)."""
+    return {str(k): tuple(str(s) for s in v) for k, v in (getattr(section, "stop_per_phase", None) or {}).items()}
+
+
 @dataclass(frozen=True)
 class SamplingSpec:
     """How the actor samples: temperature 0 is greedy (and then top_p and seeds do not apply).
 
     `max_tokens_per_phase` replaces `max_tokens` for the phases it names (an input needs a few tokens,
-    a reflection more)."""
+    a reflection more). `stop_per_phase` ends a phase's reply at the first of its strings, kept in the
+    reply (e.g. an input line at its newline): nothing after the answer is generated."""
 
     temperature: float
     top_p: float
     max_tokens: int
     logprobs: bool = False
     max_tokens_per_phase: Mapping[str, int] = field(default_factory=dict)
+    stop_per_phase: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         phases = {p.value for p in Phase}
@@ -61,17 +68,25 @@ class SamplingSpec:
             if phase not in phases or int(n) < 1:
                 raise ValueError(f"max_tokens_per_phase: {phase}={n!r} needs a phase of {', '.join(sorted(phases))} "
                                  "and a budget >= 1")
+        for phase, stops in self.stop_per_phase.items():
+            if phase not in phases or not stops or not all(stops):
+                raise ValueError(f"stop_per_phase: {phase}={stops!r} needs a phase of {', '.join(sorted(phases))} "
+                                 "and non-empty strings")
 
     @classmethod
     def from_config(cls, section: Any, top_p: float, logprobs: bool = False) -> SamplingSpec:
-        """From `rollout.*` or `eval.*`: temperature, max_tokens_per_turn, max_tokens_per_phase."""
-        return cls(section.temperature, top_p, section.max_tokens_per_turn, logprobs, phase_budgets(section))
+        """From `rollout.*` or `eval.*`: temperature, max_tokens_per_turn, max_tokens_per_phase,
+        stop_per_phase."""
+        return cls(section.temperature, top_p, section.max_tokens_per_turn, logprobs, phase_budgets(section),
+                   phase_stops(section))
 
     def for_turn(self, seed: int, key: int, turn: int, phase: str | None = None) -> Sampling:
         greedy = self.temperature == 0
+        stop = self.stop_per_phase.get(phase)
         return Sampling(temperature=self.temperature, top_p=1.0 if greedy else self.top_p,
                         max_tokens=self.max_tokens_per_phase.get(phase, self.max_tokens),
-                        seed=None if greedy else turn_seed(seed, key, turn), logprobs=self.logprobs)
+                        seed=None if greedy else turn_seed(seed, key, turn), logprobs=self.logprobs,
+                        stop=list(stop) if stop else None, include_stop=bool(stop))
 
 
 @dataclass
