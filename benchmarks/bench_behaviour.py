@@ -11,8 +11,9 @@ Two objectives, same seeds, same steps: the default `rewards.schedule=aac_potent
 table `rewards=aac` (summed into the `turn` estimator's episode term: the old default). Logged per
 step: concluded %, premature stops, timeouts, queries, informative calls before a stop, the shares
 of informative and of failed calls, the sampled YES rate at reflect turns after / before the K-th
-informative call, the learner's P(YES) on fixed probes (the first batch's reflect turns at n >= K,
-computed exactly: no sampling noise), format errors. Runs go to a process pool; each writes its
+informative call, the learner's P(YES) on fixed probes (the first batch's reflect turns at n >= K
+and at n < K, computed exactly: no sampling noise; their gap is how far the decision depends on the
+evidence), format errors. Runs go to a process pool; each writes its
 metrics.jsonl as it goes, so `--tabulate` can table and plot runs cut short. Writes
 `behaviour.json` and `behaviour.png` (mean and min-max over seeds) to --out.
 
@@ -42,6 +43,7 @@ METRICS = {  # what is plotted and tabled: metric key -> label
     "decision/yes_at_k_pct": "YES % at reflects with n >= K",
     "decision/yes_before_k_pct": "YES % at reflects with n < K",
     "probe/p_yes_at_k": "P(YES | n >= K), fixed probes",
+    "probe/p_yes_before_k": "P(YES | n < K), fixed probes",
     "format_errors": "format errors / episode",
 }
 PROBES = 12  # reflect turns of the first batch whose P(YES) is followed
@@ -136,11 +138,13 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
                 m[key] = 100 * float(np.mean(said)) if said else None
             m.update(call_shares(self.last))
             if self.probes is None:
-                self.probes = reflect_probes(self.last, k_reached=True)[:PROBES]
+                self.probes = {key: reflect_probes(self.last, k_reached=reached)[:PROBES]
+                               for key, reached in (("probe/p_yes_at_k", True), ("probe/p_yes_before_k", False))}
                 self.matchers = MatcherCache(tok, self.engine.eos_ids)
             policy = self.learner.actor.policy
             policy.eval()
-            m["probe/p_yes_at_k"] = float(np.mean([yes_probability(policy, self.matchers, *p) for p in self.probes]))
+            for key, probes in self.probes.items():
+                m[key] = float(np.mean([yes_probability(policy, self.matchers, *p) for p in probes])) if probes else None
             # format errors per episode: parse failures summed over the phases
             m["format_errors"] = sum(m.get(f"parse_fail/{p}_rate") or 0.0 for p in ("reasoning", "input", "reflect"))
             return m
@@ -193,6 +197,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="runs in parallel (one process each)")
     ap.add_argument("--literals", help="env.input_literals, comma-separated (default: the grammar's LITERALS); "
                     "e.g. 0,1,2,3,5,7,-1,10: ints only, which every branch row's validator accepts")
+    ap.add_argument("--schedules", default=",".join(n.split()[0] for n in SCHEDULES),
+                    help="which objectives to run, comma-separated: " + ", ".join(n.split()[0] for n in SCHEDULES))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra config override for every run, e.g. rewards.w_step=3 (repeatable)")
     ap.add_argument("--out", type=Path, default=Path("runs/behaviour"))
     ap.add_argument("--tabulate", action="store_true",
                     help="no training: table and plot the runs already in --out (cut to their common length)")
@@ -205,7 +213,11 @@ def main() -> None:
                                   functions=args.functions, turns=args.turns, steps=args.steps)
     if args.literals:
         common.append("env.input_literals=[" + ",".join(f"'{lit}'" for lit in args.literals.split(",")) + "]")
-    jobs = [(name, seed) for name in SCHEDULES for seed in range(args.seeds)]
+    common += args.set
+    names = [n for n in SCHEDULES if n.split()[0] in args.schedules.split(",")]
+    if not names:
+        raise SystemExit(f"--schedules {args.schedules!r}: none of " + ", ".join(n.split()[0] for n in SCHEDULES))
+    jobs = [(name, seed) for name in names for seed in range(args.seeds)]
     dirs = [args.out / f"{name.split()[0]}_seed{seed}" for name, seed in jobs]
     started = time.perf_counter()
     if args.tabulate:
@@ -229,8 +241,9 @@ def main() -> None:
             spans[name] = (min(last), max(last))
             print(f"    {name:32s} " + "  ".join(f"{_last(rows[:1], key, 1):6.2f} -> {v:6.2f}"
                                                   for rows, v in zip(runs.values(), last)))
-        (lo_a, hi_a), (lo_b, hi_b) = spans.values()
-        print(f"    seed ranges {'separate' if hi_a < lo_b or hi_b < lo_a else 'overlap'}")
+        if len(spans) == 2:
+            (lo_a, hi_a), (lo_b, hi_b) = spans.values()
+            print(f"    seed ranges {'separate' if hi_a < lo_b or hi_b < lo_a else 'overlap'}")
     (args.out / "behaviour.json").write_text(json.dumps(
         {name: {seed: [{k: r.get(k) for k in METRICS} for r in rows] for seed, rows in runs.items()}
          for name, runs in results.items()}, indent=1))
