@@ -14,6 +14,11 @@ LoRA at all; mixed batches still route base requests through the identity adapte
 on for the CPU build, where it is exact even right after adapter batches (tests/test_engines.py);
 off on GPUs, where LoRA kernels are cheap and vLLM #42008 reports stale adapter deltas on exactly
 such batches (MoE models).
+
+Every call adds its requests to the one vLLM engine and steps it until they are done (`_run`); a step
+serves every request in the engine, and outputs wait in `_finished` until their caller claims them.
+So `submit` / `collect` stream (a turn's reply comes back while others decode) and a plain batch
+(the critic's) can run beside a stream without taking or losing outputs.
 """
 
 from __future__ import annotations
@@ -283,7 +288,8 @@ class VLLMEngine(Engine):
             return []
         started = time.perf_counter()
         prompt_ids, run = self._prepare(requests)
-        results: list[GenResult] = [too_long(r, ids, self.max_model_len) for r, ids in zip(requests, prompt_ids)]
+        results: list[Any] = [None if i in run else too_long(r, ids, self.max_model_len)
+                              for i, (r, ids) in enumerate(zip(requests, prompt_ids))]
         with self._lock:  # adapters resolved under the lock: a concurrent hot-load cannot swap them
             loras = [self._lora(r.adapter) for r in requests]
             use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
@@ -341,7 +347,8 @@ class VLLMEngine(Engine):
         params = SamplingParams(max_tokens=1, temperature=0.0,
                                 logprob_token_ids=sorted({t for spellings in ids.values() for t in spellings}))
         prompt_ids, run = self._prepare(requests)
-        results = [too_long_logprobs(p, self.max_model_len) for p in prompt_ids]
+        results: list[Any] = [None if i in run else too_long_logprobs(p, self.max_model_len)
+                              for i, p in enumerate(prompt_ids)]
         with self._lock:
             loras = [self._lora(r.adapter)[0] for r in requests]
             use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
