@@ -130,7 +130,8 @@ class Engine(ABC):
 
     def submit(self, requests: list[GenRequest]) -> list[Any]:
         """Start `requests`; returns one ticket per request for `collect`. Here: queued, and served
-        by the next `collect` in one `generate` (an engine that streams overrides both)."""
+        by the next `collect` in one `generate` (an engine that streams overrides both). The queue is
+        made on first use: engines that never call `Engine.__init__` (RemoteEngine, test doubles) work too."""
         queued = self.__dict__.setdefault("_queued", {})
         counter = self.__dict__.setdefault("_tickets", itertools.count())
         tickets = [next(counter) for _ in requests]

@@ -222,6 +222,10 @@ class VLLMEngine(Engine):
                               logprobs=0 if s.logprobs else None, stop=list(s.stop) if s.stop else None,
                               include_stop_str_in_output=s.include_stop)
 
+    def _sampling_params(self, requests: list[GenRequest], prompt_ids: list[list[int]], run: list[int]) -> list[Any]:
+        """The SamplingParams of the requests that run, each capped at the room its prompt leaves."""
+        return [self._params(requests[i].sampling, self.max_model_len - len(prompt_ids[i])) for i in run]
+
     def _prepare(self, requests: list[GenRequest]) -> tuple[list[list[int]], list[int]]:
         """Prompt ids per request, and the indices that fit (vLLM rejects a whole batch over one
         overlong prompt: those are answered apart, the others still run)."""
@@ -293,8 +297,7 @@ class VLLMEngine(Engine):
         with self._lock:  # adapters resolved under the lock: a concurrent hot-load cannot swap them
             loras = [self._lora(r.adapter) for r in requests]
             use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
-            outputs = self._run([prompt_ids[i] for i in run],
-                                [self._params(requests[i].sampling, self.max_model_len - len(prompt_ids[i])) for i in run],
+            outputs = self._run([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run),
                                 [loras[i][0] for i in run] if use_lora else None)
         for i, out in zip(run, outputs):
             results[i] = self._result(requests[i], prompt_ids[i], out, loras[i][1])
@@ -310,9 +313,8 @@ class VLLMEngine(Engine):
         with self._lock:
             loras = [self._lora(r.adapter) for r in requests]
             use_lora = self._use_lora(True)
-            ids = iter(self._enqueue([prompt_ids[i] for i in run],
-                                     [self._params(requests[i].sampling, self.max_model_len - len(prompt_ids[i]))
-                                      for i in run], [loras[i][0] for i in run] if use_lora else None))
+            ids = iter(self._enqueue([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run),
+                                     [loras[i][0] for i in run] if use_lora else None))
             for i, (req, ids_i) in enumerate(zip(requests, prompt_ids)):
                 ticket = next(ids) if i in run else f"too-long-{next(self._too_long)}"
                 self._streams[ticket] = (req, ids_i, loras[i][1])

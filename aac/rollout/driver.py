@@ -3,8 +3,8 @@
 Continuous batching: up to `max_live` episodes are in flight, and a finished episode's slot is
 refilled from the queue at once, so a long episode never holds a whole wave of short ones back.
 Turns are streamed to the engine (`Engine.submit` / `collect`): on a streaming engine an episode's
-next turn starts as soon as its own reply is back, not when the slowest reply of the batch is. One seeding rule for every caller:
-turn `t` of the episode with key `k` samples with seed `turn_seed(seed, k, t)`, so a replay with the
+next turn starts as soon as its own reply is back, not when the slowest reply of the batch is.
+One seeding rule for every caller: turn `t` of the episode with key `k` samples with seed `turn_seed(seed, k, t)`, so a replay with the
 same keys draws the same tokens whatever else shares its batch.
 
 The driver owns no model and no reward: it returns what happened (`PlayedEpisode`) and counts its
@@ -186,9 +186,11 @@ class EpisodeDriver:
         stats = DriverStats()
 
         def send(lives: list[_Live]) -> None:
+            t0 = time.perf_counter()
             requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()), self._sampling(lv), self.adapter)
                         for lv in lives]
             pending.update(zip(self.engine.submit(requests), lives))
+            stats.generation_s += time.perf_counter() - t0
 
         def admit(live: int) -> list[_Live]:
             """New episodes for the slots that `live` episodes leave free."""
@@ -198,9 +200,7 @@ class EpisodeDriver:
                 new.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
             return new
 
-        t0 = time.perf_counter()
         send(admit(0))
-        stats.generation_s += time.perf_counter() - t0
         while pending:
             in_flight = len(pending)
             t0 = time.perf_counter()
@@ -221,9 +221,7 @@ class EpisodeDriver:
                     finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
                 else:
                     going_on.append(lv)
-            t0 = time.perf_counter()
             send(going_on + admit(len(pending) + len(going_on)))
-            stats.generation_s += time.perf_counter() - t0
             if finished:
                 done += finished
                 if on_done is not None:
