@@ -255,6 +255,13 @@ class LearnerConfig:
     micro_batch_tokens: int = 4096  # token budget per micro-batch: lower it to save memory
     init_adapter: Optional[str] = None  # a peft adapter (e.g. aac.sft's) to start from instead of B = 0
     gradient_checkpointing: bool = False  # saves activation memory, costs ~30% speed
+    # with gradient_checkpointing, only the first N decoder layers recompute (null: all): the rest keep
+    # their activations, so N trades memory for speed a layer at a time
+    checkpoint_layers: Optional[int] = None
+    # SwiGLU MLPs' activation and down projection as one autograd op that keeps only the gate and up
+    # projections (the rest recomputed elementwise in backward): ~24% less activation memory, same
+    # gradients (aac.learner.fused_mlp); needs lora_dropout=0
+    fused_mlp: bool = False
     dtype: DType = DType.float32
     # truncated importance weight min(pi_learner / pi_engine, tis_cap) on each token's loss, for the
     # engine's numeric gap (bf16 kernels); null: weight 1 (the statistics are still logged)

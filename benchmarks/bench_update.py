@@ -10,7 +10,9 @@ Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the pa
 `shared_ckpt` (the same with gradient checkpointing), `shared_ckpt_heap` (that with glibc's
 dynamic threshold), `shared_ckpt_thp` (shared_ckpt on transparent huge pages, learner.huge_pages:
 the child starts with `learner_env`), `shared_ckpt_jemalloc` (shared_ckpt on jemalloc with its
-purging off, learner.allocator=jemalloc: preloaded by `learner_env`). Rounds run the modes in turn (A B C A B C),
+purging off, learner.allocator=jemalloc: preloaded by `learner_env`), `shared_jemalloc` (no checkpointing),
+`shared_fused_jemalloc` (that with `learner.fused_mlp`), `shared_fused_ckptN_jemalloc` (that with the first N
+of the 30 layers checkpointed, `learner.checkpoint_layers`; N in 10, 15, 20, 30). Rounds run the modes in turn (A B C A B C),
 so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
 Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
 adapter; peak memory is that process's peak RSS (ru_maxrss), also shown above its RSS once the
@@ -48,7 +50,13 @@ MODES = {
                                  malloc_mmap_threshold_kb=0, allocator="jemalloc"),
     # no checkpointing, on jemalloc: the fastest; every activation stays live (~1.4 MB a token)
     "shared_jemalloc": dict(prefix_sharing=True, logprob_chunk=256, malloc_mmap_threshold_kb=0, allocator="jemalloc"),
+    # that with the fused SwiGLU MLP (learner.fused_mlp: 2 of its 4 intermediate tensors kept, none recomputed by matmul)
+    "shared_fused_jemalloc": dict(prefix_sharing=True, logprob_chunk=256, malloc_mmap_threshold_kb=0,
+                                  allocator="jemalloc", fused_mlp=True),
 }
+# fused, with the first N of the 30 layers checkpointed (learner.checkpoint_layers): memory for speed, a layer at a time
+MODES.update({f"shared_fused_ckpt{n}_jemalloc": dict(MODES["shared_fused_jemalloc"], gradient_checkpointing=True,
+                                                    checkpoint_layers=n) for n in (10, 15, 20, 30)})
 
 
 def _rss_gb() -> float:

@@ -12,8 +12,10 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from transformers import AutoModelForCausalLM, PreTrainedModel
+from transformers.modeling_layers import GradientCheckpointingLayer
 
 from aac.learner.batching import MicroBatch
+from aac.learner.fused_mlp import use_fused_mlp
 from aac.learner.packing import PackedBatch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -49,8 +51,24 @@ def add_lora(model: PreTrainedModel, cfg: Any, seed: int) -> PeftModel:
         policy = get_peft_model(model, lora)
     if cfg.gradient_checkpointing:
         policy.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    _checkpoint_first(policy, cfg)
+    if cfg.fused_mlp:
+        use_fused_mlp(policy)
     policy.config.use_cache = False
     return policy
+
+
+def _checkpoint_first(policy: PeftModel, cfg: Any) -> None:
+    """Leave decoder layers from `learner.checkpoint_layers` on un-checkpointed."""
+    n = cfg.checkpoint_layers
+    if n is None:
+        return
+    layers = [m for m in policy.modules() if isinstance(m, GradientCheckpointingLayer)]
+    if not cfg.gradient_checkpointing or isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= len(layers):
+        raise ValueError(f"learner.checkpoint_layers must be an int in 0..{len(layers)} (the model's layers) with "
+                         f"learner.gradient_checkpointing=true, got {n!r}")
+    for layer in layers[n:]:
+        layer.gradient_checkpointing = False
 
 
 def load_adapter_weights(policy: PeftModel, path: str) -> None:
