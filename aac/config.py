@@ -11,6 +11,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.phase import PHASE_NAMES
 from aac.sandbox._isolate import MODES as ISOLATION_MODES
 
 
@@ -397,7 +398,6 @@ def register_configs() -> None:
         cs.store(group="recipe", name=path.stem, node=node, package="_global_")
 
 
-PHASES = ("reasoning", "input", "reflect")  # the protocol's turns (aac.env.protocol.Phase)
 POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tokens_per_turn",
             "env.max_steps", "env.history_window", "eval.batch_size", "eval.max_calls",
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
@@ -448,14 +448,14 @@ def validate(cfg: Any) -> None:
                           "env.domain=stateful needs critic.informativeness=judge and critic.kind=llm")
     for key in ("rollout.max_tokens_per_phase", "eval.max_tokens_per_phase"):
         budgets = OmegaConf.select(cfg, key) or {}
-        bad = {k: v for k, v in budgets.items() if k not in PHASES or v is None or v <= 0}
+        bad = {k: v for k, v in budgets.items() if k not in PHASE_NAMES or v is None or v <= 0}
         if bad:
-            raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASES)} with budgets > 0")
+            raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)} with budgets > 0")
     for key in ("rollout.stop_per_phase", "eval.stop_per_phase"):
         stops = OmegaConf.select(cfg, key) or {}
-        bad = {k: v for k, v in stops.items() if k not in PHASES or not v or not all(isinstance(s, str) and s for s in v)}
+        bad = {k: v for k, v in stops.items() if k not in PHASE_NAMES or not v or not all(isinstance(s, str) and s for s in v)}
         if bad:
-            raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASES)}, each with non-empty strings")
+            raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)}, each with non-empty strings")
     if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
         raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":

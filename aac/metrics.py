@@ -13,8 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.phase import Phase
+
 log = logging.getLogger("aac.train")
-PHASES = ("reasoning", "input", "reflect")
 
 
 def _mean(xs: list[float]) -> float:
@@ -31,9 +32,9 @@ def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
         for t in ep.turns:
             by_phase[t.phase].append(t.reward)
             fails[t.phase].append(0.0 if t.parse_ok else 1.0)
-    for p in PHASES:
-        m[f"reward/{p}_mean"] = _mean(by_phase[p])
-        m[f"parse_fail/{p}_rate"] = _mean(fails[p])
+    for p in Phase:
+        m[f"reward/{p.value}_mean"] = _mean(by_phase[p])
+        m[f"parse_fail/{p.value}_rate"] = _mean(fails[p])
     m["reward/episode_total_mean"] = _mean([ep.total_reward for ep in eps])
     m["episode/turns_mean"] = _mean([len(ep.turns) for ep in eps])
     m["episode/queries_mean"] = _mean([ep.num_queries for ep in eps])

@@ -32,7 +32,7 @@ class TraceError(ValueError):
 
 
 @dataclass(frozen=True)
-class Turn:
+class TraceTurn:
     """One actor turn: the chat it was prompted with and its reply."""
 
     uid: str
@@ -83,7 +83,7 @@ def _recorded_caller(steps: list[dict]):
     return call
 
 
-def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[Turn]:
+def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[TraceTurn]:
     """The episode's turns with their prompts, rebuilt; TraceError when the replay diverges."""
     steps = record.get("steps") or []
     episode = Episode(instance, protocol, _recorded_caller(steps))
@@ -95,7 +95,7 @@ def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[T
         got = episode.step(step["response"])
         if got.phase.value != step["phase"] or got.parsed != step.get("parsed"):
             raise TraceError(f"{record['uid']}: the replay diverged at turn {step['index']}")
-        turns.append(Turn(record["uid"], messages, step["response"]))
+        turns.append(TraceTurn(record["uid"], messages, step["response"]))
     return turns
 
 
@@ -114,7 +114,7 @@ def run_protocol(identity: dict, env: Any) -> ProtocolConfig:
 
 
 def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,
-               instances_for=None) -> tuple[list[Turn], TraceSummary]:
+               instances_for=None) -> tuple[list[TraceTurn], TraceSummary]:
     """The turns of every kept episode of the runs. `instances_for(data, split, domain)` loads a run's
     instances of a domain (default: aac.datasets.load_instances)."""
     if instances_for is None:

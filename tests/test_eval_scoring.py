@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from test_eval_runner import _DIVMOD as DIVMOD_SOURCE
 
-from aac.eval.codematch import CodeMatcher, CoderTask, Example, coder_messages, extract_code, score_code
+from aac.env.observation import Observation
+from aac.eval.codematch import CodeMatcher, CoderTask, coder_messages, extract_code, score_code
 from aac.eval.judge import Judge, judge_messages, parse_rating, rating_from_reply
 
 
@@ -77,7 +78,7 @@ def test_extract_code_without_code():
 
 def test_coder_prompt_shows_description_header_and_all_observations():
     msgs = coder_messages("def test_func(arg0):", "Doubles it.",
-                          [Example("(2,)", "4"), Example("('a',)", "", "TypeError: bad")])
+                          [Observation("(2,)", "4"), Observation("('a',)", "", "TypeError: bad")])
     text = msgs[-1]["content"]
     assert "Doubles it." in text and "def test_func(arg0):" in text
     assert "(2,)  ->  4" in text and "raises TypeError: bad" in text
@@ -124,7 +125,7 @@ def test_partial_credit_errors_and_missing_code(pool):
 def test_code_matcher_end_to_end_with_canned_coder(pool):
     replies = iter([f"```python\n{TUPLE_GOLD}```", "I don't know."])
     matcher = CodeMatcher(lambda chats: [next(replies) for _ in chats], pool, timeout_s=2.0)
-    task = CoderTask("def test_func(arg0, arg1):", "quotient and remainder", [Example("(7, 2)", "(3, 1)")],
+    task = CoderTask("def test_func(arg0, arg1):", "quotient and remainder", [Observation("(7, 2)", "(3, 1)")],
                      TUPLE_TESTS)
     good, none = matcher.score([task, task])
     assert good.score == 1.0 and none.score == 0.0

@@ -9,4 +9,4 @@ from dataclasses import dataclass
 class Observation:
     input: str
     output_repr: str
-    error: str | None
+    error: str | None = None

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from aac.env import compact_prompts, prompts
 from aac.env.domains import Caller, get_domain
 from aac.env.observation import Observation
 from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
+from aac.phase import Phase
 from aac.sandbox.values import InputParseError, parse_literal
 
 if TYPE_CHECKING:
@@ -39,12 +39,6 @@ if TYPE_CHECKING:
     from aac.sandbox.pool import CallResult
 __all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
            "parse_description", "sandbox_caller"]
-
-
-class Phase(str, Enum):
-    REASONING = "reasoning"
-    INPUT = "input"
-    REFLECT = "reflect"
 
 
 _NEXT = {Phase.REASONING: Phase.INPUT, Phase.INPUT: Phase.REFLECT, Phase.REFLECT: Phase.REASONING}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aac.env.domains import get_domain
+from aac.env.observation import Observation
 from aac.env.prompts import strip_think
 from aac.eval.lm import Completer
 
@@ -28,21 +29,13 @@ _CODE_START = re.compile(r"^(?:def |async def |class |import |from \S+ import |@
 _PY_LANGS = {"", "python", "python3", "py"}
 
 
-@dataclass(frozen=True)
-class Example:
-    """One observed call as the agent saw it."""
-
-    input: str
-    output_repr: str
-    error: str | None = None
-
-    def line(self) -> str:
-        result = f"raises {self.error}" if self.error else self.output_repr
-        return f"input: {self.input}  ->  {result}"
+def _line(o: Observation) -> str:
+    """One observed call as the coder is shown it."""
+    return f"input: {o.input}  ->  {f'raises {o.error}' if o.error else o.output_repr}"
 
 
-def coder_messages(header: str, description: str, examples: Sequence[Example], domain: str = "pau") -> list[dict]:
-    shown = "\n".join(e.line() for e in examples) or "(none)"
+def coder_messages(header: str, description: str, examples: Sequence[Observation], domain: str = "pau") -> list[dict]:
+    shown = "\n".join(_line(e) for e in examples) or "(none)"
     user = get_domain(domain).coder_prompt().format(header=header.strip(), description=description.strip() or "(none)",
                                                     examples=shown)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -98,7 +91,7 @@ class CodeMatch:
 class CoderTask:
     header: str
     description: str
-    examples: list[Example]
+    examples: list[Observation]
     test_examples: list[tuple[str, Any]] = field(default_factory=list)
     domain: str = "pau"
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from aac.eval.codematch import CodeMatcher, CoderTask, Example
+from aac.env.observation import Observation
+from aac.eval.codematch import CodeMatcher, CoderTask
 from aac.eval.judge import Judge
 
 
 def coder_task(episode: dict, instance, description: str) -> CoderTask:
     from aac.env.domains import get_domain
 
-    examples = [Example(inp, out, err) for inp, out, err in episode["observations"]]
+    examples = [Observation(inp, out, err) for inp, out, err in episode["observations"]]
     domain = get_domain(instance.domain)
     return CoderTask(header=instance.header, description=description, examples=examples,
                      test_examples=domain.match_cases(instance), domain=domain.name)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple, Optional
 
+from aac.phase import Phase
+
 
 class Accounting(NamedTuple):
     metrics: dict[str, float]  # flat, `signal/...` and `critic/...` keys
@@ -23,7 +25,7 @@ def _histogram(values: Sequence[float], bins: int) -> list[int]:
     return counts
 
 
-def signal_accounting(groups: Sequence[Hashable], phases: Sequence[Sequence[str]], tokens: Sequence[Sequence[int]],
+def signal_accounting(groups: Sequence[Hashable], phases: Sequence[Sequence[Phase]], tokens: Sequence[Sequence[int]],
                       advantages: Sequence[Sequence[float]], rewards: Sequence[Sequence[float]],
                       scores: Mapping[str, Sequence[Optional[float]]], bins: int = 10,
                       warn_zero_share: float = 0.9) -> Accounting:
@@ -52,7 +54,7 @@ def signal_accounting(groups: Sequence[Hashable], phases: Sequence[Sequence[str]
         for t, (phase, count, adv) in enumerate(zip(phases[i], tokens[i], advantages[i])):
             total += count
             zero += count if adv == 0.0 else 0
-            for key in (str(getattr(phase, "value", phase)), f"turn_{t}"):
+            for key in (Phase(phase).value, f"turn_{t}"):
                 by_key.setdefault(key, []).append(abs(adv))
     zero_frac = zero / total if total else 1.0
     metrics["signal/zero_adv_token_frac"] = zero_frac

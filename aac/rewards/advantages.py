@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aac.config import Advantage
+from aac.phase import Phase
 
 ESTIMATORS = tuple(Advantage)  # defined once, in aac.config
 
@@ -33,10 +34,6 @@ def group_normalize(values: Sequence[float], eps: float) -> list[float]:
     mean = sum(values) / len(values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
     return [(v - mean) / (std + eps) for v in values]
-
-
-def _kind(kind: Any) -> str:
-    return getattr(kind, "value", kind)  # a Phase member or its string value
 
 
 def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str, w_step: float,
@@ -54,10 +51,10 @@ def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str
     if estimator != "turn":
         return advantages
 
-    positions: dict[str, list[tuple[int, int]]] = {}
+    positions: dict[Phase, list[tuple[int, int]]] = {}
     for i, episode in enumerate(group):
         for t, (kind, _) in enumerate(episode):
-            positions.setdefault(_kind(kind), []).append((i, t))
+            positions.setdefault(Phase(kind), []).append((i, t))
     for where in positions.values():
         for (i, t), z in zip(where, group_normalize([group[i][t][1] for i, t in where], eps)):
             advantages[i][t] += w_step * z

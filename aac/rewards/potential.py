@@ -38,7 +38,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from aac.rewards.terms import b_term, check_score, input_reward, length_penalty, phase_kind, t_max
+from aac.phase import Phase
+from aac.rewards.terms import b_term, check_score, input_reward, length_penalty, t_max
 
 
 def _info_per_plan(cfg: Any) -> float:
@@ -54,7 +55,7 @@ def potential_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], c
     rewards = []
     for step, score in zip(steps, scores):
         check_score(step, score, cfg)
-        kind = phase_kind(step.phase)
+        kind = Phase(step.phase)
         if kind == "reasoning":
             judged = -cfg.p_parse if not step.parse_ok else per_plan * (score or 0.0)
             rewards.append(judged + length_penalty(step.response, cfg.tau_reason))
@@ -69,7 +70,7 @@ def potential_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], c
                     r += cfg.lambda_h * b_term(True, score, cfg)
             rewards.append(r)
     if steps and steps[-1].timed_out:
-        went_on = [i for i, s in enumerate(steps) if phase_kind(s.phase) == "reflect" and s.decision is not True]
+        went_on = [i for i, s in enumerate(steps) if Phase(s.phase) == "reflect" and s.decision is not True]
         targets = went_on or [len(steps) - 1]
         for i in targets:
             rewards[i] += cfg.timeout_penalty / len(targets)

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from aac.rewards.terms import b_term, check_score, input_reward, length_penalty, phase_kind, schedule_name
+from aac.phase import Phase
+from aac.rewards.terms import b_term, check_score, input_reward, length_penalty, schedule_name
 
 
 def _phase_reward(step: Any, score: Optional[float], cfg: Any) -> float:
-    kind = phase_kind(step.phase)
+    kind = Phase(step.phase)
     if kind == "reasoning":
         if not step.parse_ok:
             judged = -cfg.p_parse
@@ -57,7 +58,7 @@ def _phase_reward(step: Any, score: Optional[float], cfg: Any) -> float:
 
 
 def _terminal_reward(step: Any, score: Optional[float], cfg: Any) -> float:
-    stopped = step.decision is True and phase_kind(step.phase) == "reflect"
+    stopped = step.decision is True and Phase(step.phase) == "reflect"
     judged = 0.0
     if score is not None:
         judged = cfg.lambda_h * (score + (b_term(True, score, cfg) if stopped else 0.0))

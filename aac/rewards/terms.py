@@ -1,4 +1,4 @@
-"""The pieces every schedule shares: phase kinds, the length and call terms, b_term, and which
+"""The pieces every schedule shares: the length and call terms, b_term, and which
 critic judgment a step needs (and of what text).
 
 Every constant comes from `RewardConfig` (`rewards.*`).
@@ -9,18 +9,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from aac.config import Schedule
+from aac.phase import Phase
 
 SCHEDULES = tuple(Schedule)  # defined once, in aac.config
 INFORMATIVENESS = "informativeness"
 HYPOTHESIS = "hypothesis"
-
-
-def phase_kind(phase: Any) -> str:
-    """'reasoning' | 'input' | 'reflect' from a `Phase` member or its string value."""
-    kind = getattr(phase, "value", phase)
-    if kind not in ("reasoning", "input", "reflect"):
-        raise ValueError(f"unknown phase {phase!r}: expected reasoning, input or reflect")
-    return kind
 
 
 def schedule_name(cfg: Any) -> str:
@@ -66,7 +59,7 @@ def judgment_kind(step: Any, cfg: Any) -> Optional[str]:
 
     Grade it on `graded_text(step, kind)`: a hypothesis judgment grades the hypothesis the step
     leaves, whatever its phase (under `final` the last step may be a reasoning turn)."""
-    schedule, kind = schedule_name(cfg), phase_kind(step.phase)
+    schedule, kind = schedule_name(cfg), Phase(step.phase)
     if schedule == "final":
         return HYPOTHESIS if step.done else None
     if kind == "reflect":
@@ -91,7 +84,7 @@ def check_score(step: Any, score: Optional[float], cfg: Any) -> None:
     if score is None:
         return
     if judgment_kind(step, cfg) is None:
-        raise ValueError(f"step {step.index} ({phase_kind(step.phase)}) asks for no critic score under "
+        raise ValueError(f"step {step.index} ({Phase(step.phase)}) asks for no critic score under "
                          f"rewards.schedule={cfg.schedule}, got {score}")
     if not 0.0 <= score <= 1.0:
         raise ValueError(f"step {step.index}: critic score {score} is outside [0, 1]")

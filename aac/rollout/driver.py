@@ -23,8 +23,9 @@ from aac.engines import Engine, GenRequest, GenResult, Sampling
 from aac.env.grammar import header_arity, turn_grammar
 from aac.env.instance import Instance
 from aac.env.observation import Observation
-from aac.env.protocol import Caller, Episode, Phase, ProtocolConfig, StepRecord
+from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
 from aac.env.teacher import PromptTransform, plain
+from aac.phase import PHASE_NAMES
 
 MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
 
@@ -63,7 +64,7 @@ class SamplingSpec:
     stop_per_phase: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        phases = {p.value for p in Phase}
+        phases = set(PHASE_NAMES)
         for phase, n in self.max_tokens_per_phase.items():
             if phase not in phases or int(n) < 1:
                 raise ValueError(f"max_tokens_per_phase: {phase}={n!r} needs a phase of {', '.join(sorted(phases))} "

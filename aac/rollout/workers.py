@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from aac.engines import Engine
 from aac.env.protocol import ProtocolConfig, sandbox_caller
+from aac.phase import Phase
 from aac.rewards.schedule import episode_rewards
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.judgments import score_each, turn_judgments
@@ -26,10 +27,10 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Turn:
+class ScoredTurn:
     """One actor generation: what the learner trains on, and what the logs show."""
 
-    phase: str
+    phase: Phase
     prompt_ids: list[int]
     token_ids: list[int]
     logprobs: list[float]
@@ -42,11 +43,11 @@ class Turn:
 
 
 @dataclass
-class EpisodeResult:
+class ScoredEpisode:
     key: int  # the episode's key in its rollout call (it seeded the episode's turns)
     uid: str
     group: int
-    turns: list[Turn]
+    turns: list[ScoredTurn]
     num_queries: int
     concluded: bool
     timed_out: bool
@@ -60,7 +61,7 @@ class EpisodeResult:
 
 @dataclass
 class RolloutBatch:
-    episodes: list[EpisodeResult]
+    episodes: list[ScoredEpisode]
     timings: dict[str, float] = field(default_factory=dict)  # generation / critic / sandbox seconds
     critic_counts: dict[str, float] = field(default_factory=dict)  # this batch's counters (see critic.health)
     generated_tokens: int = 0
@@ -133,17 +134,17 @@ class RolloutWorker:
             generated_tokens=stats.generated_tokens, engine_calls=stats.engine_calls, idle_slots=stats.idle_slots,
         )
 
-    def _result(self, played: PlayedEpisode, judgments: list[Any], step_scores: list[Optional[float]]) -> EpisodeResult:
+    def _result(self, played: PlayedEpisode, judgments: list[Any], step_scores: list[Optional[float]]) -> ScoredEpisode:
         steps = [t.step for t in played.turns]
         rewards = episode_rewards(steps, step_scores, self.rewards)
         turns = [
-            Turn(phase=t.step.phase.value, prompt_ids=list(t.result.prompt_ids), token_ids=list(t.result.token_ids),
+            ScoredTurn(phase=t.step.phase, prompt_ids=list(t.result.prompt_ids), token_ids=list(t.result.token_ids),
                  logprobs=list(t.result.logprobs or []), adapter_version=t.result.adapter_version,
                  parse_ok=t.step.parse_ok, reward=reward, judged=j.kind if j is not None else None, score=score,
                  words=len(t.step.text.split()))
             for t, j, reward, score in zip(played.turns, judgments, rewards, step_scores)
         ]
         ep = played.episode
-        return EpisodeResult(key=played.spec.key, uid=ep.instance.uid, group=played.spec.group, turns=turns, num_queries=ep.num_queries,
+        return ScoredEpisode(key=played.spec.key, uid=ep.instance.uid, group=played.spec.group, turns=turns, num_queries=ep.num_queries,
                              concluded=ep.concluded, timed_out=ep.timed_out, description=ep.hypothesis,
                              record=interactive_record(played))
