@@ -1,32 +1,40 @@
-"""The one place that builds a run's pieces from the composed config.
+"""The one place that builds a run's pieces from the composed config: `build_run(cfg) -> Run`.
 
-`aac.train`, `Trainer.evaluate` and `aac.eval` build through here, and each piece gets only its own
-config section plus the collaborators built for it (torchtune's recipe `setup()` is the model). So a
-setting either reaches behaviour or fails here; no piece reads a sibling's section or builds its own
-collaborator.
+`aac.train`, its held-out evaluation and `aac.eval` build through here (`aac.sft` takes its learner
+from `build_learner`), and each piece gets only its own config section plus the collaborators built
+for it (torchtune's recipe `setup()` is the model). So a setting either reaches behaviour or fails
+here; no piece reads a sibling's section or builds its own collaborator.
 
-- `EngineSet`: every engine of a run, built on first use and shared per (kind, model, endpoint): the
-  critic, the judge and the coder share the actor's engine (adapter off) exactly when they name the
-  same model on the same backend, unless `rollout.lora_mode=merged` gives the actor its own engine. Under Ray each engine lives in its own actor, which asks Ray for
-  the GPUs its section names (`rollout.num_gpus`, `critic.num_gpus`).
-- `critic_engine`: the engine `critic.backend` / `critic.model` / `critic.openai` select.
-- `training_protocol` / `eval_protocol`: the protocol of training episodes and of held-out ones.
+- engines: `aac.placement.EngineSet` (shared per model and backend; under Ray each in its own actor);
+- the critic's engine: `critic_engine`; the critic itself where its worker lives (`PlacedRolloutWorker`);
+- the learner (`build_learner`), in a Ray actor that asks for `learner.num_gpus`, or here;
+- rollout workers, each with its own sandbox pool and critic, built in the worker's process;
+- the driver's sandbox pool and the scorers (judge, code match), on first use;
+- the protocols of training and of held-out episodes.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
 
-from aac.config import ModelConfig
-from aac.engines import Engine
-from aac.env.protocol import ProtocolConfig
-from aac.placement import Placed
+from aac.config import EnvConfig, EvalConfig, TrainConfig
+from aac.env.domains import open_pool
+from aac.env.protocol import ProtocolConfig, sandbox_caller
+from aac.placement import EngineSet, Placed, critic_engine, start_ray
+from aac.rollout.workers import RolloutWorker
+
+if TYPE_CHECKING:
+    from aac.engines import Engine
+    from aac.sandbox import SandboxPool
+    from aac.scorers.codematch import CodeMatcher
+    from aac.scorers.judge import Judge, LogprobJudge
 
 log = logging.getLogger("aac")
 
 
-def training_protocol(env: Any) -> ProtocolConfig:
+def training_protocol(env: EnvConfig) -> ProtocolConfig:
     """Training episodes: `env.history_window`, `env.max_steps` (T_max), `env.max_calls`."""
     protocol = ProtocolConfig.from_env(env)
     if protocol.constrained_format:
@@ -34,90 +42,108 @@ def training_protocol(env: Any) -> ProtocolConfig:
     return protocol
 
 
-def eval_protocol(ev: Any, env: Any) -> ProtocolConfig:
+def eval_protocol(ev: EvalConfig, env: EnvConfig) -> ProtocolConfig:
     """Held-out episodes, in training or in `aac.eval`: the PAU setting (`eval.history_window`, a budget
     of `eval.max_calls` calls), with the environment's prompt and input bounds."""
     return ProtocolConfig.from_eval(ev, env)
 
 
-class EngineSet:
-    """The engines of a run. `model` and `rollout` are the actor's sections; another model (a critic,
-    judge or coder) keeps the actor's dtype and context length but not its chat-template overrides."""
+class PlacedRolloutWorker(RolloutWorker):
+    """A rollout worker whose sandbox pool and critic are built where it is placed: Ray ships config
+    sections and engine handles to the worker's process, not processes or pipes."""
 
-    def __init__(self, model: Any, rollout: Any, seed: int, *, use_ray: bool):
-        self.model, self.rollout, self.seed, self.use_ray = model, rollout, seed, use_ray
-        self._made: dict[tuple, Engine] = {}
-        self._placed: list[Placed] = []
+    def __init__(self, rollout: Any, env: EnvConfig, critic_section: Any, rewards: Any, protocol: ProtocolConfig,
+                 actor_engine: Engine, critic_engine: Optional[Engine]):
+        from aac.critic import make_critic
 
-    def _key(self, kind: str, model: str, openai: Any) -> tuple:
-        return (kind, model, openai.base_url if kind == "openai" else None)
+        pool = open_pool(env)
+        # coverage informativeness runs the function in this worker's sandbox, under the same argument rule
+        critic = make_critic(critic_engine, critic_section, stop_threshold=rewards.stop_threshold,
+                             caller=sandbox_caller(pool, spread_list=env.spread_list_args))
+        super().__init__(rollout, rewards, protocol, actor_engine, pool, critic, spread_list=env.spread_list_args)
 
-    def actor(self, *, kind: Optional[str] = None, lora_rank: Optional[int] = None) -> Engine:
-        """The actor's engine (`rollout.engine` unless `kind`), with LoRA slots for `lora_rank`."""
-        kind = kind or self.rollout.engine
-        return self.get(kind, self.model.name, lora_rank=lora_rank if kind != "openai" else None,
-                        num_gpus=self.rollout.num_gpus)
 
-    def get(self, kind: str, model: str, *, openai: Any = None, lora_rank: Optional[int] = None,
-            num_gpus: float = 0.0) -> Engine:
-        """The engine serving `model` on backend `kind` (an endpoint: `openai`, default `rollout.openai`)."""
-        explicit = openai is not None
-        openai = openai if explicit else self.rollout.openai
-        # rollout.lora_mode=merged: the adapter lives in its own engine's weights, apart from the base's
-        merged = kind == "vllm" and lora_rank is not None and self.rollout.lora_mode == "merged"
-        key = self._key(kind, model, openai) + (("merged",) if merged else ())
-        if key in self._made:
-            return self._made[key]
-        model_cfg = self.model if model == self.model.name else ModelConfig(
-            name=model, dtype=self.model.dtype, max_model_len=self.model.max_model_len)
-        overrides: dict[str, Any] = {"kind": kind}
-        if kind == "openai":
-            # rollout.openai.model names the actor's served model, not another model's
-            overrides["openai"] = openai if explicit or model == self.model.name else _with_model(openai, "")
-        else:
-            overrides["enable_lora"] = lora_rank is not None
-            if lora_rank is not None:
-                overrides["max_lora_rank"] = max(self.rollout.max_lora_rank, lora_rank)
-        log.info("engine: %s serving %s%s%s", kind, model, " with the LoRA merged" if merged else "",
-                 f" on {num_gpus:g} GPU(s)" if num_gpus else "")
-        if self.use_ray:
-            from aac.engines.remote import EngineHost, RemoteEngine
+def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Placed:
+    """The learner of `cfg.model` with `learner` (default `cfg.learner`), in a Ray actor asking for
+    `learner.num_gpus` (its process started with the allocator settings it needs) or here."""
+    from aac.learner import Learner
+    from aac.learner.allocator import learner_env
+    from aac.models import resolve_model
 
-            host = Placed(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True, name=f"engine:{model}",
-                          num_gpus=num_gpus, **overrides)
-            self._placed.append(host)
-            engine: Engine = RemoteEngine(host.actor)
-        else:
-            from aac.engines import engine_from_config
+    section = learner if learner is not None else cfg.learner
+    return Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray, name="learner",
+                  num_gpus=section.num_gpus, env=learner_env(section))
 
-            engine = engine_from_config(model_cfg, self.rollout, self.seed, **overrides)
-        self._made[key] = engine
-        return engine
+
+@dataclass
+class Run:
+    """Every piece of a training or eval run. Engines are built on first use (`engines`); the driver's
+    sandbox pool and the scorers too. `close()` ends them all."""
+
+    cfg: TrainConfig
+    engines: EngineSet
+    use_ray: bool
+    actor: Optional[Engine] = None  # training: the actor's engine, serving the LoRA
+    critic: Optional[Engine] = None  # training: the critic's engine (None: scripted)
+    learner: Optional[Placed] = None
+    workers: list[Placed] = field(default_factory=list)
+    _pool: Optional[SandboxPool] = None
+    _scorers: Optional[tuple[Judge | LogprobJudge, CodeMatcher]] = None
+
+    @property
+    def pool(self) -> SandboxPool:
+        """The driver's sandbox pool (eval episodes, code match)."""
+        if self._pool is None:
+            self._pool = open_pool(self.cfg.env)
+        return self._pool
+
+    def scorers(self) -> tuple[Judge | LogprobJudge, CodeMatcher]:
+        """The judge and the code matcher of `eval.*` (the same for `aac.eval` and held-out eval)."""
+        if self._scorers is None:
+            from aac.scorers.codematch import CodeMatcher
+            from aac.scorers.judge import make_judge
+            from aac.scorers.lm import EngineCompleter
+
+            cfg, e = self.cfg, self.cfg.eval
+            kind = e.judge_engine or e.engine or cfg.rollout.engine
+            judge = make_judge(self.engines.get(kind, e.judge_model or cfg.model.name), e.judge_scoring,
+                               e.judge_max_tokens)
+            coder = EngineCompleter(self.engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
+            self._scorers = judge, CodeMatcher(coder, self.pool, timeout_s=e.codematch_timeout_s,
+                                               spread_list=cfg.env.spread_list_args)
+        return self._scorers
 
     def close(self) -> None:
-        for engine in self._made.values():
-            engine.close()
-        for host in self._placed:
-            host.submit("close")
-            host.kill()
-        self._made.clear()
-        self._placed.clear()
+        for w in self.workers:
+            w.close()
+        if self._pool is not None:
+            self._pool.close()
+        for piece in (*self.workers, *([self.learner] if self.learner is not None else [])):
+            piece.kill()
+        self.engines.close()
 
 
-def _with_model(openai: Any, served: str) -> Any:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.merge(openai, {"model": served})
-
-
-def critic_engine(engines: EngineSet, critic: Any) -> Optional[Engine]:
-    """The critic's engine: `critic.backend` (default: the actor's backend) serving `critic.model`
-    (default: the actor's base model) — the actor's own engine, adapter off, when both are defaults.
-    None for `critic.kind=scripted`, which needs none."""
-    if critic.kind == "scripted":
-        log.info("critic: scripted (K = %d informative calls), no engine", critic.scripted_k)
-        return None
-    kind = critic.backend or engines.rollout.engine
-    model = critic.model or engines.model.name
-    openai = critic.openai if critic.backend == "openai" else None
-    return engines.get(kind, model, openai=openai, num_gpus=critic.num_gpus)
+def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
+    """The pieces of a training run (`train`: engines, critic, learner, rollout workers, placed as
+    `rollout.placement` says) or of an eval run (engines on first use, in this process)."""
+    use_ray = train and cfg.rollout.placement == "ray"
+    if use_ray:
+        start_ray(threads=cfg.rollout.cpu_threads)
+    run = Run(cfg, EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=use_ray), use_ray)
+    if not train:
+        return run
+    try:
+        r = cfg.rollout
+        run.actor = run.engines.actor(lora_rank=cfg.learner.lora_r)
+        run.critic = critic_engine(run.engines, cfg.critic)
+        if run.critic is not None and run.critic is not run.actor:
+            log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
+                     cfg.critic.model or cfg.model.name)
+        run.learner = build_learner(cfg, use_ray=use_ray)
+        protocol = training_protocol(cfg.env)
+        run.workers = [Placed(PlacedRolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, run.actor, run.critic,
+                              use_ray=use_ray, name=f"rollout{i}") for i in range(r.num_workers)]
+    except BaseException:
+        run.close()
+        raise
+    return run

@@ -10,6 +10,7 @@ Layout of `OUT/checkpoints/step_000010/`:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -21,6 +22,14 @@ import numpy as np
 import torch
 
 DONE = "trainer.json"  # written last inside the temp dir: its presence marks a complete checkpoint
+
+
+def config_hash(cfg: Any) -> str:
+    """What a resumed run compares with its checkpoint's (a differing config is warned about)."""
+    from omegaconf import OmegaConf
+
+    blob = json.dumps(OmegaConf.to_container(cfg, resolve=True), sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
 def rng_state() -> dict[str, Any]:

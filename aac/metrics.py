@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -98,6 +101,24 @@ def _clean(v: Any) -> Any:
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     return v
+
+
+@contextmanager
+def timed(into: dict[str, Any], key: str) -> Iterator[None]:
+    """Add the wall time of the block to `into[key]` (every phase of a step is timed so)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        into[key] = into.get(key, 0.0) + time.perf_counter() - t0
+
+
+def truncate(path: Path, step: int) -> None:
+    """Drop the rows after `step` (a resumed run redoes those steps)."""
+    rows = [r for r in read(path) if r["step"] <= step]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
 
 
 def read(path: Path) -> list[dict[str, Any]]:

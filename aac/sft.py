@@ -67,7 +67,8 @@ def batches(n: int, size: int, epoch: int, seed: int) -> list[list[int]]:
 def sft(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
-    from aac.learner import Learner, Sample
+    from aac.assembly import build_learner
+    from aac.learner import Sample
     from aac.models import chat_template_kwargs, resolve_model
     from aac.traces import TraceError, load_turns
 
@@ -88,7 +89,7 @@ def sft(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     samples = tokenize_turns(turns, tokenizer, chat_template_kwargs(cfg.model.name, dict(cfg.model.chat_template_kwargs)),
                              identity.get("max_tokens_per_turn"), cfg.model.max_model_len)
     learner_cfg = cfg.learner if s.lr is None else OmegaConf.merge(cfg.learner, {"lr": s.lr})
-    learner = Learner(learner_cfg, model_path, cfg.seed)
+    learner = build_learner(cfg, use_ray=False, learner=learner_cfg)
     metrics_path = out_dir / "metrics.jsonl"
     step, t0, last = 0, time.perf_counter(), {}
     with open(metrics_path, "a") as f:

@@ -121,7 +121,7 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
     from aac.config import compose
     from aac.engines.constrained import MatcherCache
     from aac.metrics import read
-    from aac.train import Trainer
+    from aac.training import Trainer
 
     class BehaviourTrainer(Trainer):
         probes = None

@@ -40,10 +40,11 @@ def parrots(reply: str, messages: list[dict]) -> bool:
 
 def measure(recipe: str, variants: list[list[str]], functions: int, group: int, show: int) -> list[dict]:
     """Each variant's (config overrides') episodes, played one after another on one engine."""
-    from aac.assembly import EngineSet, training_protocol
+    from aac.assembly import training_protocol
     from aac.config import compose
     from aac.datasets import load_instances
     from aac.env.protocol import sandbox_caller
+    from aac.placement import EngineSet
     from aac.rollout import driver as drv
     from aac.sandbox import SandboxPool
 

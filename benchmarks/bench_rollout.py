@@ -64,10 +64,11 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=4)
     args = ap.parse_args()
 
-    from aac.assembly import EngineSet, training_protocol
+    from aac.assembly import training_protocol
     from aac.config import compose
     from aac.datasets import load_instances
     from aac.env.protocol import sandbox_caller
+    from aac.placement import EngineSet
     from aac.sandbox import SandboxPool
 
     cfg = compose("+recipe=tiny", "env.max_steps=60")

@@ -271,7 +271,7 @@ def eval_replay(instances: list, batch: int, calls_per_episode: int, keep_warm: 
     to `batch` live episodes, one call per live episode per round, in turn, continuous batching)
     on the stored inputs, then code match per batch (`score_codes`, `call_many`) of a coder's code
     (the function's own code, edited so it is a new source, as a coder's always is)."""
-    from aac.eval.codematch import score_codes
+    from aac.scorers.codematch import score_codes
 
     out = {"play_s": 0.0, "score_s": 0.0, "calls": 0}
     with SandboxPool(workers=2) as pool:  # SandboxConfig's defaults, as `aac.eval` builds it

@@ -22,7 +22,7 @@ def main(overrides: list[str]) -> None:
     from aac.config import compose
     from aac.engines.base import GenRequest, Sampling
     from aac.env.protocol import Episode, ProtocolConfig
-    from aac.train import Trainer
+    from aac.training import Trainer
 
     cfg = compose("+recipe=smollm2_cpu", "rollout.placement=local", "logging.wandb_mode=disabled",
                   "logging.progress=false", *overrides)

@@ -10,7 +10,7 @@ from doubles import GenerateOnly
 
 from aac.config import compose
 from aac.metrics import read
-from aac.train import Trainer
+from aac.training import Trainer
 
 CHEAP = ("rollout.placement=local", "max_steps=1", "save_every=100", "env.max_steps=3",
          "rollout.max_tokens_per_turn=8", "rollout.functions_per_step=1", "rollout.group_size=2")
@@ -65,11 +65,11 @@ class _OneReply(GenerateOnly):
 
 def test_spread_list_args_changes_the_training_call(tmp_path):
     """The same episode calls `([1, 2])` as f(1, 2) by default and as f([1, 2]) with the option off."""
+    from aac.assembly import PlacedRolloutWorker
     from aac.config import CriticConfig, EnvConfig, RewardConfig, RolloutConfig
     from aac.env.instance import Instance
     from aac.env.protocol import ProtocolConfig
     from aac.rollout.driver import EpisodeSpec
-    from aac.rollout.workers import RolloutWorker
 
     inst = Instance(uid="t/0", source="t", code="def test_func(*args):\n    return len(args)\n",
                     description="counts its arguments", header="def test_func(*args):",
@@ -79,7 +79,7 @@ def test_spread_list_args_changes_the_training_call(tmp_path):
     for spread in (True, False):
         env = EnvConfig(spread_list_args=spread)
         env.sandbox.workers = 1
-        worker = RolloutWorker(RolloutConfig(max_tokens_per_turn=8), env, CriticConfig(), RewardConfig(t_max=3),
+        worker = PlacedRolloutWorker(RolloutConfig(max_tokens_per_turn=8), env, CriticConfig(), RewardConfig(t_max=3),
                                ProtocolConfig(max_steps=3), engine, engine)
         try:
             batch = worker.run([EpisodeSpec(0, inst)], adapter=None, seed=0)
@@ -117,10 +117,9 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
     different CUDA_VISIBLE_DEVICES (the real EngineHost and Learner, on the tiny model and on CPU)."""
     import ray
 
-    from aac.assembly import EngineSet
     from aac.learner import Learner
     from aac.learner.allocator import jemalloc_loaded, learner_env
-    from aac.placement import Placed, start_ray
+    from aac.placement import EngineSet, Placed, start_ray
 
     cfg = compose("+recipe=qwen3_8b", "model=tiny_qwen3", "rollout.engine=hf", "learner.backend=torch",
                   "learner.dtype=float32", "model.dtype=float32", "learner.lora_r=4", "learner.allocator=jemalloc")

@@ -11,13 +11,13 @@ from typing import Optional
 
 import pytest
 
-from aac.assembly import EngineSet, critic_engine
 from aac.config import CriticConfig, ModelConfig, OpenAIConfig, RolloutConfig
 from aac.critic import Judgment, PrivilegedCritic, parse_rating
 from aac.critic.prompts import critic_messages
 from aac.engines.base import Engine, GenResult, TokenLogprobs
 from aac.env.instance import Instance
 from aac.env.observation import Observation
+from aac.placement import EngineSet, critic_engine
 
 # ---------------------------------------------------------------- rating parsing
 

@@ -9,7 +9,7 @@ from conftest import ROOT
 from aac.config import compose
 from aac.data.library import MODULES
 from aac.metrics import read
-from aac.train import Trainer
+from aac.training import Trainer
 
 
 def test_pau_domain_plays_fixed_seed_episodes_with_the_same_prompts_steps_and_rewards_as_before():

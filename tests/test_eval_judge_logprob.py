@@ -8,8 +8,8 @@ import math
 import pytest
 
 from aac.engines.base import TokenLogprobs
-from aac.eval.judge import Judge, LogprobJudge, make_judge
-from aac.eval.lm import EngineFailure
+from aac.scorers.judge import Judge, LogprobJudge, make_judge
+from aac.scorers.lm import EngineFailure
 
 
 class DigitEngine:

@@ -6,8 +6,8 @@ import pytest
 from test_eval_runner import _DIVMOD as DIVMOD_SOURCE
 
 from aac.env.observation import Observation
-from aac.eval.codematch import CodeMatcher, CoderTask, coder_messages, extract_code, score_code
-from aac.eval.judge import Judge, judge_messages, parse_rating, rating_from_reply
+from aac.scorers.codematch import CodeMatcher, CoderTask, coder_messages, extract_code, score_code
+from aac.scorers.judge import Judge, judge_messages, parse_rating, rating_from_reply
 
 
 @pytest.mark.parametrize("reply, expected", [

@@ -11,9 +11,9 @@ import aac.engines
 from aac.config import compose
 from aac.critic.prompts import system_prompts
 from aac.datasets import load_instances
-from aac.eval import codematch, judge
 from aac.eval.harness import evaluate
-from aac.train import Trainer
+from aac.scorers import codematch, judge
+from aac.training import Trainer
 
 # requests with one of these system prompts are the privileged roles' (they may see the gold); any
 # other request is treated as the actor's

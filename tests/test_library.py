@@ -20,8 +20,8 @@ from aac.env.prompts import in_context_prompt
 from aac.env.protocol import Episode, sandbox_caller
 from aac.env.rows import write_instances
 from aac.env.teacher import privileged_block
-from aac.eval.codematch import score_code
 from aac.sandbox.pool import SandboxPool
+from aac.scorers.codematch import score_code
 
 FUNCTIONS = ("numpy.cumsum", "statistics.median", "math.comb", "itertools.combinations", "bisect.bisect_left",
              "textwrap.shorten")

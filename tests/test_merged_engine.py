@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-from types import SimpleNamespace
-
 import pytest
 import torch
 
@@ -50,18 +47,20 @@ def test_merged_engine_greedy_tokens_equal_the_peft_models(merged_engine, hf_smo
 
 
 def test_sync_check_holds_for_the_merged_engine_and_catches_a_stale_one(merged_engine, smollm2_path, tmp_path):
-    """Trainer._sync with the real learner: after an update the merged engine's log-probs match the
-    learner's; with the sync skipped the engine keeps the previous weights and the check fires."""
+    """The trainer's adapter sync with the real learner: after an update the merged engine's log-probs
+    match the learner's; with the sync skipped the engine keeps the previous weights and the check fires."""
     from omegaconf import OmegaConf
 
     from aac.config import LearnerConfig, TrainConfig
     from aac.learner import Learner
-    from aac.train import ACTOR, SyncError, Trainer
+    from aac.training import ACTOR, SyncError
+    from aac.training.sync import AdapterSync
 
     learner = Learner(LearnerConfig(backend="torch", lora_r=8, lora_alpha=16), smollm2_path, seed=0)
-    trainer = SimpleNamespace(cfg=OmegaConf.structured(TrainConfig), out_dir=tmp_path, learner=learner,
-                              engine=merged_engine)
-    sync = partial(Trainer._sync, trainer)
+    cfg = OmegaConf.structured(TrainConfig)
+    adapter_sync = AdapterSync(learner, merged_engine, tmp_path / "adapters", sync_adapter=True, check_sync=True,
+                               tolerance=cfg.sync_tolerance)
+    sync = adapter_sync.sync
     sync(0)
     out = merged_engine.generate([GenRequest(CHATS[0], Sampling(temperature=0.0, max_tokens=24), ACTOR)])[0]
     probe = (out.prompt_ids, out.token_ids)
@@ -77,7 +76,7 @@ def test_sync_check_holds_for_the_merged_engine_and_catches_a_stale_one(merged_e
 
     synced = sync(1, probe, update())
     assert synced["sync/logprob_gap"] < 1e-3
-    assert synced["sync/logprob_gap_previous"] > trainer.cfg.sync_tolerance
-    trainer.cfg.sync_adapter = False
+    assert synced["sync/logprob_gap_previous"] > cfg.sync_tolerance
+    adapter_sync.sync_adapter = False
     with pytest.raises(SyncError, match="stale adapter"):
         sync(2, probe, update())

@@ -79,11 +79,11 @@ class ReplayActor(GenerateOnly):
 def test_same_rewards_as_the_rollout_workers_of_aac_train(serve_chat):
     """The same two episodes (one stops, one runs out the clock) played by `aac.train`'s RolloutWorker
     and by the env, with the critic on the same endpoint: the same rewards, step by step."""
+    from aac.assembly import PlacedRolloutWorker
     from aac.config import CriticConfig, EnvConfig, OpenAIConfig, RewardConfig, RolloutConfig
     from aac.engines.openai_engine import OpenAIEngine
     from aac.env.protocol import ProtocolConfig
     from aac.rollout.driver import EpisodeSpec
-    from aac.rollout.workers import RolloutWorker
 
     clock = ["plan: try zero", "Input: (0,)", "Decision: NO\nSummary: returns seven", "plan", "Input: (9,)",
              "Decision: NO\nSummary: returns nine"]
@@ -91,7 +91,7 @@ def test_same_rewards_as_the_rollout_workers_of_aac_train(serve_chat):
         critic = CriticConfig(backend="openai", model="grader", openai=OpenAIConfig(base_url=url, max_retries=0))
         env_cfg = EnvConfig(max_steps=6)
         env_cfg.sandbox.workers = 1
-        worker = RolloutWorker(RolloutConfig(max_tokens_per_turn=8, max_live_episodes=1), env_cfg, critic,
+        worker = PlacedRolloutWorker(RolloutConfig(max_tokens_per_turn=8, max_live_episodes=1), env_cfg, critic,
                                RewardConfig(t_max=6), ProtocolConfig(max_steps=6), ReplayActor(EPISODE + clock),
                                OpenAIEngine("grader", openai=critic.openai))
         try:
@@ -239,7 +239,7 @@ def test_env_config_from_omegaconf_and_one_critic_per_process():
 
 @pytest.mark.slow
 def test_in_process_critic_engine(tiny_model_path):
-    """critic.backend=hf: the critic's engine is built in this process (aac.assembly.EngineSet)."""
+    """critic.backend=hf: the critic's engine is built in this process (aac.placement.EngineSet)."""
     env = skyrl_gym.make(ENV_ID, extras={"instance": INSTANCE}, caller=fixed_caller,
                          env_config={"max_steps": 3, "critic": {"backend": "hf", "model": "tiny_qwen3",
                                                                 "max_tokens": 4}})

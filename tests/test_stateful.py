@@ -13,9 +13,9 @@ from aac.env.domains import get_domain
 from aac.env.domains.stateful import interface, parse_call, sequence_calls
 from aac.env.instance import Instance
 from aac.env.protocol import Episode, ProtocolConfig, sandbox_caller
-from aac.eval.codematch import CodeMatcher, score_codes
 from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import InputParseError
+from aac.scorers.codematch import CodeMatcher, score_codes
 
 DOMAIN = get_domain("stateful")
 
@@ -236,7 +236,7 @@ def test_code_match_scores_the_gold_class_1_and_a_wrong_class_less(built, pool):
     assert gold.score == 1.0 and gold.errors == 0
     assert bad.score < 1.0
     # the whole path: the coder's prompt names the interface, its fenced class is matched
-    from aac.eval.codematch import CoderTask
+    from aac.scorers.codematch import CoderTask
 
     seen = []
 

@@ -16,7 +16,8 @@ import pytest
 
 from aac.config import compose
 from aac.metrics import read
-from aac.train import DataOrder, SyncError, Trainer, train
+from aac.train import train
+from aac.training import DataOrder, SyncError, Trainer
 
 # A reward the random tiny model can learn: every turn is scored by its length alone
 # (short turns win), nothing depends on the critic or on parsing.

@@ -40,11 +40,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("overrides", nargs="*", help="config overrides as in training (critic.*, model.*, rollout.*)")
     args = ap.parse_args(argv)
 
-    from aac.assembly import EngineSet, critic_engine
     from aac.config import compose
     from aac.critic.card import card_headline, run_card, write_card
     from aac.critic.critic import PrivilegedCritic
     from aac.datasets import load_instances
+    from aac.placement import EngineSet, critic_engine
 
     try:
         cfg = compose(*args.overrides)

@@ -18,8 +18,8 @@ from aac.eval.config import rewrite_aliases
 def task(cfg) -> None:
     from aac.env.instance import DatasetError
     from aac.eval.harness import EvalError, evaluate
-    from aac.eval.lm import EngineFailure
     from aac.eval.records import RunDirError
+    from aac.scorers.lm import EngineFailure
 
     for noisy in ("httpx", "httpx2"):  # one INFO line per HTTP request (openai engine)
         logging.getLogger(noisy).setLevel(logging.WARNING)

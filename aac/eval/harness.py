@@ -2,7 +2,8 @@
 
 Stages, each resumable from the run directory: episodes (skipped for instances already in
 episodes.jsonl), scores (skipped for episodes already in scores.jsonl), report (always rebuilt).
-Engines are built only when a stage has work, and shared when actor, judge and coder are one model.
+Every piece comes from `aac.assembly.build_run`; engines are built only when a stage has work, and
+shared when actor, judge and coder are one model.
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aac.assembly import EngineSet, eval_protocol
+from aac.assembly import Run, build_run, eval_protocol
 from aac.cli import output_dir
 from aac.config import validate
 from aac.eval import records
-from aac.eval.codematch import CodeMatcher
-from aac.eval.judge import Judge, LogprobJudge, make_judge
-from aac.eval.lm import EngineCompleter
 from aac.eval.report import write_report
 from aac.progress import bar
 
@@ -87,7 +85,7 @@ def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
     records.write_json(path, timing)
 
 
-def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: Path | None, pool: Any) -> None:
+def play(cfg: Any, instances: list, run_dir: Path, run: Run, adapter: Path | None) -> None:
     """Stage 1: write an episode record for every instance not yet in episodes.jsonl."""
     from aac.env.protocol import sandbox_caller
     from aac.env.teacher import teacher_prompts
@@ -104,7 +102,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     if not todo:
         return
     rank = json.loads((adapter / "adapter_config.json").read_text()).get("r", 16) if adapter else None
-    engine = engines.actor(kind=e.engine, lora_rank=rank)
+    engine = run.engines.actor(kind=e.engine, lora_rank=rank)
     if adapter is not None:
         engine.load_adapter(ACTOR_ADAPTER, str(adapter), 1)
     actor = ActorSpec(engine, ACTOR_ADAPTER if adapter else None, e.max_tokens_per_turn, e.temperature, cfg.seed,
@@ -117,7 +115,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
 
         if e.mode == "interactive":
             protocol = eval_protocol(e, cfg.env)
-            caller = sandbox_caller(pool, spread_list=cfg.env.spread_list_args)
+            caller = sandbox_caller(run.pool, spread_list=cfg.env.spread_list_args)
             run_interactive(todo, actor, protocol, caller, batch_size=e.batch_size, on_done=save,
                             progress=advance)
         else:
@@ -125,16 +123,7 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
 
 
-def scorers(cfg: Any, engines: EngineSet, pool: Any) -> tuple[Judge | LogprobJudge, CodeMatcher]:
-    """The judge and the code matcher of `eval.*` (shared by `aac.eval` and training's held-out eval)."""
-    e = cfg.eval
-    kind = e.judge_engine or e.engine or cfg.rollout.engine
-    judge = make_judge(engines.get(kind, e.judge_model or cfg.model.name), e.judge_scoring, e.judge_max_tokens)
-    coder = EngineCompleter(engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
-    return judge, CodeMatcher(coder, pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args)
-
-
-def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: Any) -> None:
+def score(cfg: Any, instances: list, run_dir: Path, run: Run) -> None:
     """Stage 2: judge rating and code match for every episode not yet in scores.jsonl."""
     from aac.eval.scoring import score_episodes
 
@@ -146,7 +135,7 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
             if ep["uid"] in by_uid and ep["uid"] not in scored]
     if not todo:
         return
-    judge, matcher = scorers(cfg, engines, pool)
+    judge, matcher = run.scorers()
     t0 = time.perf_counter()
     with bar(len(todo), "scoring", enabled=cfg.logging.progress) as advance:
         score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
@@ -157,7 +146,6 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
 def evaluate(cfg: Any) -> dict:
     """Run the harness described by a composed `eval_config`; returns the report (also in out_dir)."""
     from aac.datasets import load_instances
-    from aac.env.domains import open_pool
 
     validate(cfg)
     e = cfg.eval
@@ -171,15 +159,14 @@ def evaluate(cfg: Any) -> dict:
                                domain=cfg.env.domain)
     records.check_same_run(run_dir, run_identity(cfg, adapter))
     log.info("%s: %d instances of %s (%s) -> %s", e.mode, len(instances), e.data, e.split, run_dir)
-    engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)
+    run = build_run(cfg, train=False)
     try:
-        with open_pool(cfg.env) as pool:
-            pool.keep_warm(e.batch_size)  # one function per live episode
-            play(cfg, instances, run_dir, engines, adapter, pool)
-            if e.score:
-                score(cfg, instances, run_dir, engines, pool)
+        run.pool.keep_warm(e.batch_size)  # one function per live episode
+        play(cfg, instances, run_dir, run, adapter)
+        if e.score:
+            score(cfg, instances, run_dir, run)
     finally:
-        engines.close()
+        run.close()
     report = write_report(run_dir)
     log.info("description score %.3f, code match %.2f %%, %s", report["description_score"]["mean"],
              100 * report["code_match"]["mean"], run_dir / records.REPORT_MD)

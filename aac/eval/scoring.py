@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from aac.env.observation import Observation
-from aac.eval.codematch import CodeMatcher, CoderTask
-from aac.eval.judge import Judge
+from aac.scorers.codematch import CodeMatcher, CoderTask
+from aac.scorers.judge import Judge
 
 
 def coder_task(episode: dict, instance, description: str) -> CoderTask:

@@ -2,7 +2,13 @@
 estimators (docs/method.md §7) and the training-signal accounting of a batch."""
 
 from aac.rewards.accounting import signal_accounting
-from aac.rewards.advantages import ESTIMATORS, group_normalize, step_advantages, token_advantages
+from aac.rewards.advantages import (
+    ESTIMATORS,
+    batch_advantages,
+    group_normalize,
+    step_advantages,
+    token_advantages,
+)
 from aac.rewards.potential import potential_rewards
 from aac.rewards.schedule import episode_rewards, masked_judgments
 from aac.rewards.table import step_reward
@@ -17,7 +23,7 @@ from aac.rewards.terms import (
 )
 
 __all__ = [
-    "ESTIMATORS", "HYPOTHESIS", "INFORMATIVENESS", "SCHEDULES", "b_term", "episode_rewards", "graded_text",
+    "ESTIMATORS", "HYPOTHESIS", "INFORMATIVENESS", "SCHEDULES", "b_term", "batch_advantages", "episode_rewards", "graded_text",
     "group_normalize", "judgment_kind", "length_penalty", "masked_judgments", "potential_rewards",
     "signal_accounting", "step_advantages", "step_reward", "token_advantages",
 ]

@@ -16,7 +16,7 @@ is recognisably one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from aac.config import Advantage
@@ -59,6 +59,21 @@ def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str
         for (i, t), z in zip(where, group_normalize([group[i][t][1] for i, t in where], eps)):
             advantages[i][t] += w_step * z
     return advantages
+
+
+def batch_advantages(groups: Sequence[Hashable], trajectories: Sequence[Sequence[tuple[Phase, float]]],
+                     estimator: str, w_step: float, eps: float) -> list[list[float]]:
+    """Per-step advantages of a whole batch: episode i belongs to group `groups[i]` (its function and
+    group index) and is the trajectory `trajectories[i]` of (phase, reward); each group is normalised
+    on its own (`step_advantages`), in episode order."""
+    members: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    out: list[list[float]] = [[] for _ in trajectories]
+    for idx in members.values():
+        for i, adv in zip(idx, step_advantages([trajectories[i] for i in idx], estimator, w_step, eps)):
+            out[i] = adv
+    return out
 
 
 def token_advantages(prompt_len: int, completion_len: int, advantage: float) -> tuple[list[float], list[int]]:

@@ -20,7 +20,7 @@ over `TrainConfig`'s defaults with OmegaConf and checked by `aac.config.validate
 is a one-line ValueError naming it):
 - `critic` (`CriticConfig`): `backend=openai` scores through an OpenAI-compatible endpoint
   (`openai.base_url`; served name `openai.model` or `model`); `backend=vllm|hf` through an engine in
-  this process serving `model` (built by `aac.assembly.EngineSet` with `TrainConfig`'s model and
+  this process serving `model` (built by `aac.placement.EngineSet` with `TrainConfig`'s model and
   rollout defaults); `kind=scripted` needs no engine. An LLM critic must name its backend: under
   SkyRL there is no aac actor engine to share. `critic: null`: no critic, every judgment is masked
   (docs/method.md §7.1 P5), so the rewards are the schedule's unjudged terms (length, parse, call,
@@ -115,8 +115,8 @@ _LOCK = threading.Lock()
 
 
 def _critic_engine(critic: Any) -> Optional[Any]:
-    from aac.assembly import EngineSet, critic_engine
     from aac.config import ModelConfig, RolloutConfig
+    from aac.placement import EngineSet, critic_engine
 
     if critic.kind == "scripted":
         return None

@@ -1,7 +1,7 @@
 """Rollout workers: play a step's groups through the episode driver, then score every turn.
 
-A worker holds a sandbox pool and a critic (built where the worker lives, from their own config
-sections) and reaches the actor's and the critic's engines as collaborators handed to it. Every
+A worker holds a sandbox pool and a critic (built where the worker lives, by `aac.assembly`) and
+reaches the actor's engine as a collaborator handed to it. Every
 critic judgment of its share of the step goes to the critic in one batch after the episodes end
 (rewards do not change an episode, so nothing is lost by waiting). What comes back is plain data
 (`RolloutBatch`): per turn the prompt and generated token ids, the sampling log-probs, the step
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from aac.engines import Engine
-from aac.env.protocol import ProtocolConfig, sandbox_caller
+from aac.env.protocol import ProtocolConfig
 from aac.phase import Phase
 from aac.rewards.schedule import episode_rewards
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
@@ -68,6 +68,24 @@ class RolloutBatch:
     engine_calls: int = 0
     idle_slots: int = 0
 
+    @classmethod
+    def merge(cls, batches: list[RolloutBatch]) -> RolloutBatch:
+        """One batch from several workers' (run side by side): episodes in key order, counts summed,
+        each timing the longest worker's, the critic's counters with their rates recomputed."""
+        from aac.critic import with_rates
+
+        merged = cls(episodes=sorted((ep for b in batches for ep in b.episodes), key=lambda e: e.key))
+        for b in batches:
+            merged.generated_tokens += b.generated_tokens
+            merged.engine_calls += b.engine_calls
+            merged.idle_slots += b.idle_slots
+            for k, v in b.timings.items():
+                merged.timings[k] = max(merged.timings.get(k, 0.0), v)
+            for k, v in b.critic_counts.items():
+                merged.critic_counts[k] = merged.critic_counts.get(k, 0) + v
+        merged.critic_counts = with_rates(merged.critic_counts) if merged.critic_counts else {}
+        return merged
+
 
 class _TimedCaller:
     """The sandbox caller handed to episodes; it adds up the wall time spent in calls."""
@@ -87,21 +105,14 @@ class _TimedCaller:
 class RolloutWorker:
     """`run` plays groups of episodes against the actor's engine and scores them with the critic.
 
-    Its sections: `rollout` (sampling, live episodes), `env` (the sandbox and the argument rule),
-    `critic`, `rewards`; its collaborators: the protocol, the actor's and the critic's engines."""
+    Its sections: `rollout` (sampling, live episodes) and `rewards`; its collaborators: the protocol,
+    the actor's engine, its sandbox pool (calls follow the env's argument rule, `spread_list`) and its
+    critic (both built where the worker lives: `aac.assembly`)."""
 
-    def __init__(self, rollout: Any, env: Any, critic: Any, rewards: Any, protocol: ProtocolConfig,
-                 actor_engine: Engine, critic_engine: Optional[Engine]):
-        from aac.critic import make_critic
-        from aac.env.domains import open_pool
-
+    def __init__(self, rollout: Any, rewards: Any, protocol: ProtocolConfig, actor_engine: Engine, pool: Any,
+                 critic: Any, *, spread_list: bool):
         self.rollout, self.rewards, self.protocol = rollout, rewards, protocol
-        self.engine = actor_engine
-        self.pool = open_pool(env)
-        self.spread_list = env.spread_list_args
-        # coverage informativeness runs the function in this worker's sandbox, under the same argument rule
-        self.critic = make_critic(critic_engine, critic, caller=sandbox_caller(self.pool, spread_list=self.spread_list),
-                                  stop_threshold=rewards.stop_threshold)
+        self.engine, self.pool, self.critic, self.spread_list = actor_engine, pool, critic, spread_list
 
     def close(self) -> None:
         self.critic.close()

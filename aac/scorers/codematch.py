@@ -19,7 +19,7 @@ from typing import Any
 from aac.env.domains import get_domain
 from aac.env.observation import Observation
 from aac.env.prompts import strip_think
-from aac.eval.lm import Completer
+from aac.scorers.lm import Completer
 
 SYSTEM = "You are an expert Python programmer. You reply with code only."
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from aac.engines.base import GenRequest
 from aac.env.prompts import strip_think
-from aac.eval.lm import Completer, EngineCompleter, EngineFailure
+from aac.scorers.lm import Completer, EngineCompleter, EngineFailure
 
 SYSTEM = "You are a careful grader of descriptions of Python functions. You answer concisely."
 

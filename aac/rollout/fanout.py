@@ -1,0 +1,30 @@
+"""One step's episodes spread over the rollout workers, and their batches merged back.
+
+Episode keys are their position in the step, and the step seeds them, so the same step samples the
+same tokens whatever the split across workers (`aac.rollout.driver.turn_seed`)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from aac.env.instance import Instance
+from aac.env.protocol import ProtocolConfig
+from aac.rollout.driver import EpisodeSpec, SamplingSpec
+from aac.rollout.workers import RolloutBatch
+
+
+def episode_specs(groups: list[list[Instance]]) -> list[EpisodeSpec]:
+    """One episode per (group, instance): `groups[g]` are group g's episodes, keyed in order."""
+    pairs = [(g, inst) for g, group in enumerate(groups) for inst in group]
+    return [EpisodeSpec(key, inst, g) for key, (g, inst) in enumerate(pairs)]
+
+
+def play_step(workers: list[Any], groups: list[list[Instance]], *, adapter: Optional[str], seed: int,
+              sampling: Optional[SamplingSpec] = None, protocol: Optional[ProtocolConfig] = None) -> RolloutBatch:
+    """Play and score `groups` on `workers` (placed pieces, run side by side); one merged batch.
+    `sampling` and `protocol` replace the workers' training ones (held-out evaluation)."""
+    specs = episode_specs(groups)
+    shares = [specs[i :: len(workers)] for i in range(len(workers))]
+    futures = [w.submit("run", share, adapter=adapter, seed=seed, sampling=sampling, protocol=protocol)
+               for w, share in zip(workers, shares) if share]
+    return RolloutBatch.merge(workers[0].gather(futures))

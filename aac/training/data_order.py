@@ -1,0 +1,37 @@
+"""Which instances each step trains on, and the run's seeding."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass
+class DataOrder:
+    """Which instances each step trains on: a seeded permutation per epoch, no replacement.
+
+    A pure function of (seed, step), so a resumed (or retried) step sees exactly the same instances."""
+
+    n: int
+    per_step: int
+    seed: int
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return max(1, self.n // self.per_step)
+
+    def indices(self, step: int) -> list[int]:
+        epoch, k = divmod(step, self.steps_per_epoch)
+        perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
+        if self.n < self.per_step:  # fewer instances than a step needs: cycle through them
+            return [int(perm[i % self.n]) for i in range(self.per_step)]
+        return [int(i) for i in perm[k * self.per_step : (k + 1) * self.per_step]]
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)

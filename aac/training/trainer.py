@@ -1,0 +1,184 @@
+"""The AAC loop. One step: rollouts (engine + sandbox + critic) → step rewards → advantages → GRPO
+update → adapter sync (new version into the engine, checked on a probe) → log → checkpoint → eval.
+
+The pieces come from `aac.assembly.build_run`; what a step does with them is small named functions
+(`play_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import OmegaConf
+
+from aac import checkpoint
+from aac.assembly import build_run
+from aac.config import TrainConfig
+from aac.env.instance import Instance
+from aac.env.protocol import ProtocolConfig
+from aac.learner.batching import Sample
+from aac.metrics import MetricsLog, rollout_metrics, timed, truncate
+from aac.rewards.accounting import signal_accounting
+from aac.rewards.advantages import batch_advantages
+from aac.rewards.terms import HYPOTHESIS, INFORMATIVENESS
+from aac.rollout.driver import SamplingSpec
+from aac.rollout.fanout import play_step
+from aac.rollout.workers import RolloutBatch
+from aac.training.data_order import DataOrder, seed_everything
+from aac.training.held_out import HeldOutEval
+from aac.training.sync import ACTOR, AdapterSync, Probe
+
+log = logging.getLogger("aac.train")
+
+
+class Trainer:
+    """Builds a training run's pieces and runs AAC steps on them."""
+
+    def __init__(self, cfg: TrainConfig, out_dir: Path):
+        from aac.critic import NEVER_CHECKED, card_status
+        from aac.datasets import load_instances
+
+        self.cfg, self.out_dir = cfg, out_dir
+        seed_everything(cfg.seed)
+        self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
+                                        on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
+        if not self.instances:
+            raise SystemExit(f"aac: no usable instances in {cfg.env.data} (split {cfg.env.split})")
+        self.order = DataOrder(len(self.instances), cfg.rollout.functions_per_step, cfg.seed)
+        self.total_steps = cfg.max_steps or self.order.steps_per_epoch * cfg.learner.epochs
+        log.info("%d instances, %d steps per epoch, %d steps", len(self.instances), self.order.steps_per_epoch,
+                 self.total_steps)
+        t0 = time.perf_counter()
+        if cfg.critic.kind == "llm":  # the scripted critic is a rule: it has no report card
+            status = card_status(cfg.critic.card)  # the critic's report card, or that it was never checked
+            (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
+        self.pieces = build_run(cfg)
+        log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", cfg.rollout.engine,
+                 cfg.learner.backend, cfg.rollout.num_workers, time.perf_counter() - t0, cfg.rollout.placement)
+        self.adapter_sync = AdapterSync(self.pieces.learner, self.pieces.actor, out_dir / "adapters",
+                                        sync_adapter=cfg.sync_adapter, check_sync=cfg.check_sync,
+                                        tolerance=cfg.sync_tolerance)
+        self.held_out = HeldOutEval(cfg, self.pieces)
+        self.ckpt_root = out_dir / "checkpoints"
+        self.step, self.version = 0, 0
+        if not self._resume():
+            self.adapter_sync.sync(0)  # the fresh LoRA (B = 0) or learner.init_adapter, served as the actor
+        self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
+
+    @property
+    def engine(self) -> Any:
+        return self.pieces.actor
+
+    @property
+    def learner(self) -> Any:
+        return self.pieces.learner
+
+    # ------------------------------------------------------------------ pieces of a step (hooks for experiments)
+
+    def rollout(self, groups: list[list[Instance]], *, sampling: Optional[SamplingSpec] = None,
+                protocol: Optional[ProtocolConfig] = None) -> RolloutBatch:
+        """Play one episode per (group, instance) across the workers, seeded by the step."""
+        return play_step(self.pieces.workers, groups, adapter=ACTOR, seed=self.cfg.seed * 100_003 + self.step,
+                         sampling=sampling, protocol=protocol)
+
+    def advantages(self, batch: RolloutBatch) -> list[list[float]]:
+        """Per-turn advantages, group by group, with the configured estimator."""
+        rw = self.cfg.rewards
+        return batch_advantages([(ep.group, ep.uid) for ep in batch.episodes],
+                                [[(t.phase, t.reward) for t in ep.turns] for ep in batch.episodes],
+                                rw.advantage, rw.w_step, rw.eps)
+
+    def samples(self, batch: RolloutBatch, advantages: list[list[float]]) -> list[Sample]:
+        return [Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, sampling_logprobs=t.logprobs, advantage=a)
+                for ep, adv in zip(batch.episodes, advantages) for t, a in zip(ep.turns, adv) if t.token_ids]
+
+    def _signal(self, batch: RolloutBatch, advantages: list[list[float]]) -> dict[str, float]:
+        """Where this batch's training signal went (zero advantages, flat groups, critic scores)."""
+        eps = batch.episodes
+        acc = signal_accounting(
+            groups=[(ep.group, ep.uid) for ep in eps], phases=[[t.phase for t in ep.turns] for ep in eps],
+            tokens=[[len(t.token_ids) for t in ep.turns] for ep in eps], advantages=advantages,
+            rewards=[[t.reward for t in ep.turns] for ep in eps],
+            scores={kind: [t.score for ep in eps for t in ep.turns if t.judged == kind]
+                    for kind in (INFORMATIVENESS, HYPOTHESIS)})
+        for warning in acc.warnings:
+            log.warning("step %d: %s", self.step + 1, warning)
+        return acc.metrics
+
+    # ------------------------------------------------------------------ the loop
+
+    def train_step(self) -> dict[str, Any]:
+        idx = self.order.indices(self.step)
+        m: dict[str, Any] = {}
+        with timed(m, "time/rollout_s"):
+            batch = self.rollout([[self.instances[i]] * self.cfg.rollout.group_size for i in idx])
+        adv = self.advantages(batch)
+        samples = self.samples(batch, adv)
+        probe_turn = next((t for ep in batch.episodes for t in ep.turns if t.token_ids), None)
+        probe: Optional[Probe] = (probe_turn.prompt_ids, probe_turn.token_ids[:32]) if probe_turn else None
+        before = self.adapter_sync.probe_before(probe)
+        with timed(m, "time/update_s"):
+            upd = self.learner.update(samples)
+        self.version += 1
+        m.update(self.adapter_sync.sync(self.version, probe, before))
+        m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
+        m.update(self._signal(batch, adv))
+        m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
+        m["rollout/tokens_per_s"] = batch.generated_tokens / max(m["time/rollout_s"], 1e-9)
+        m["adapter_version"] = self.version
+        m["uids"] = [self.instances[i].uid for i in idx]
+        return m
+
+    def evaluate(self) -> dict[str, float]:
+        return self.held_out.metrics(self.rollout)
+
+    def save(self) -> None:
+        state = {"step": self.step, "version": self.version, "config_hash": checkpoint.config_hash(self.cfg)}
+        path = checkpoint.save(self.ckpt_root, self.step, learner=self.learner, trainer_state=state,
+                               keep=self.cfg.keep_checkpoints)
+        log.info("checkpoint %s", path)
+
+    def _resume(self) -> bool:
+        want = self.cfg.resume
+        if want in (False, None, "false", "False"):
+            return False
+        path = checkpoint.latest(self.ckpt_root) if want in (True, "true", "True") else Path(str(want))
+        if path is None or not path.exists():
+            log.info("resume: no checkpoint under %s, starting fresh", self.ckpt_root)
+            return False
+        state = checkpoint.load(path, learner=self.learner)
+        if state.get("config_hash") != checkpoint.config_hash(self.cfg):
+            log.warning("resume: config differs from the checkpoint's; continuing with the new one")
+        self.step, self.version = state["step"], state["version"]
+        truncate(self.out_dir / "metrics.jsonl", self.step)  # steps after the checkpoint rerun
+        self.engine.load_adapter(ACTOR, str(path / "adapter"), self.version)
+        log.info("resumed from %s at step %d (adapter v%d)", path, self.step, self.version)
+        return True
+
+    def run(self) -> dict[str, Any]:
+        from aac.progress import bar
+
+        cfg, last = self.cfg, {}
+        with bar(self.total_steps, "train", enabled=cfg.logging.progress, completed=self.step) as advance:
+            while self.step < self.total_steps:
+                m = self.train_step()
+                self.step += 1
+                if cfg.eval_every and self.step % cfg.eval_every == 0:
+                    m.update(self.evaluate())
+                self.metrics.write(self.step, m)
+                log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
+                         "rollout %.1fs (%.0f tok/s) update %.1fs", self.step, self.total_steps,
+                         m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
+                         m.get("update/kl", float("nan")), m.get("update/clip_frac", float("nan")),
+                         m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
+                if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps:
+                    self.save()
+                advance(1)
+                last = m
+        return last
+
+    def close(self) -> None:
+        self.metrics.close()
+        self.pieces.close()
