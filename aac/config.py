@@ -6,6 +6,7 @@ Defaults follow docs/method.md: the paper's constants, with the release's bugs f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -406,6 +407,24 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "learner.ppo_minibatches", "learner.tis_cap", "rollout.cpu_threads", "critic.scripted_k", "sft.epochs", "sft.batch_turns")
 
 
+MAX_MMAP_THRESHOLD_KB = 32 * 1024  # glibc's ceiling on 64-bit (HEAP_MAX_SIZE / 2)
+
+
+def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
+    """`literals` as an input alphabet: distinct Python literals (what a call's tuple may hold)."""
+    from aac.sandbox.values import InputParseError, parse_literal
+
+    out = tuple(str(lit) for lit in literals)
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"env.input_literals must be distinct and non-empty, got {list(out)}")
+    for lit in out:
+        try:
+            parse_literal(lit)  # the parser every input the actor writes goes through
+        except InputParseError:
+            raise ValueError(f"env.input_literals: {lit!r} is not a Python literal") from None
+    return out
+
+
 class ConfigError(ValueError):
     """A bad key or value, reported as one line naming the key."""
 
@@ -458,6 +477,24 @@ def validate(cfg: Any) -> None:
             raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)}, each with non-empty strings")
     if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
         raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
+    ranges = (("critic.coverage_output_weight", 0.0, 1.0, True), ("rewards.stop_threshold", 0.0, 1.0, False),
+              ("learner.malloc_mmap_threshold_kb", 0, MAX_MMAP_THRESHOLD_KB, True))
+    for key, low, high, closed in ranges:
+        value = OmegaConf.select(cfg, key)
+        if not (low <= value <= high if closed else low <= value < high):
+            raise ConfigError(f"{key}={value!r} must be in [{low}, {high}{']' if closed else ')'}")
+    for key in ("rewards.info_budget", "env.max_calls"):
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value < (0 if key == "rewards.info_budget" else 1):
+            raise ConfigError(f"{key}={value!r} must be >= {0 if key == 'rewards.info_budget' else 1}")
+    if cfg.learner.zero_stage not in (0, 1, 2):
+        raise ConfigError(f"learner.zero_stage={cfg.learner.zero_stage} is not supported: use 0, 1 or 2 "
+                          "(stage 3 would shard the frozen base the reference pass reads)")
+    if cfg.env.input_literals is not None:
+        try:
+            check_literals(cfg.env.input_literals)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

@@ -47,6 +47,25 @@ def test_validate_rejects_unknown_choice():
         compose("+recipe=tiny", "rewards.advantage=bogus")
 
 
+@pytest.mark.parametrize("override, needle", [
+    ("critic.mode=oracle", "critic.mode"), ("critic.scoring=vibes", "critic.scoring"),
+    ("critic.informativeness=oracle", "critic.informativeness"), ("rewards.schedule=dense", "rewards.schedule"),
+    ("rewards.tau_reason=0", "rewards.tau_reason"), ("env.max_steps=0", "env.max_steps"),  # T_max (rewards.t_max)
+    ("rewards.info_budget=-1", "rewards.info_budget"), ("learner.backend=jax", "learner.backend"),
+    ("learner.micro_batch_tokens=0", "learner.micro_batch_tokens"), ("learner.ppo_minibatches=0", "ppo_minibatches"),
+    ("learner.tis_cap=0", "tis_cap"), ("learner.malloc_mmap_threshold_kb=-1", "malloc_mmap_threshold_kb"),
+    ("learner.zero_stage=3", "learner.zero_stage"), ("env.history_window=0", "env.history_window"),
+    ("env.max_calls=0", "env.max_calls"), ("critic.coverage_output_weight=1.5", "critic.coverage_output_weight"),
+    ("rewards.stop_threshold=1", "rewards.stop_threshold"), ("critic.scripted_k=0", "critic.scripted_k"),
+    ("env.input_literals=['7','7']", "env.input_literals"),
+])
+def test_values_are_validated_once_when_the_config_loads(override, needle):
+    """Every setting the pieces read is checked here, as a one-line error naming the key; the pieces
+    themselves trust their sections (docs: a value is validated once, at load)."""
+    with pytest.raises(ConfigError, match=needle):
+        compose("+recipe=tiny", override)
+
+
 def test_lora_mode_merged_is_the_cpu_default_and_needs_vllm():
     assert compose("+recipe=smollm2_cpu").rollout.lora_mode == "merged"
     assert compose("+recipe=qwen3_8b").rollout.lora_mode == "adapter"  # GPUs keep vLLM LoRA (adapter-only sync)

@@ -92,12 +92,6 @@ def test_prompt_examples_fix_the_format_and_can_be_dropped():
     assert [m["role"] for m in critic_messages(j, "privileged", examples=False)] == ["system", "user"]
     with pytest.raises(ValueError, match="unknown judgment kind 'style'"):
         critic_messages(judgment("style", "x"), "privileged")
-    with pytest.raises(ValueError, match="critic.mode='oracle'"):
-        PrivilegedCritic(object(), CriticConfig(mode="oracle"))
-    with pytest.raises(ValueError, match="critic.scoring='vibes'"):
-        PrivilegedCritic(object(), CriticConfig(scoring="vibes"))
-    with pytest.raises(ValueError, match="critic.informativeness='oracle'"):
-        PrivilegedCritic(object(), CriticConfig(informativeness="oracle"))
 
 
 def test_logprob_prompt_ends_with_the_rating_cue_and_examples_answer_a_digit():

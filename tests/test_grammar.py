@@ -129,10 +129,10 @@ def test_the_grammar_starts_after_an_answer_cue():
 
 
 def test_input_literals_set_the_constrained_inputs_alphabet():
-    from aac.config import compose
+    from aac.config import check_literals, compose
     from aac.engines import GenResult
     from aac.env.instance import Instance
-    from aac.env.protocol import ProtocolConfig, check_literals
+    from aac.env.protocol import ProtocolConfig
     from aac.rollout.driver import EpisodeDriver, EpisodeSpec, SamplingSpec
     from aac.sandbox.pool import CallResult
 

@@ -95,8 +95,6 @@ def test_plan_respects_the_budget():
     for b in plan:
         assert len(b) * max(lengths[i] for i in b) <= 60 or len(b) == 1  # a 70-token sample rides alone
     assert [5] in plan
-    with pytest.raises(ValueError, match="micro_batch_tokens"):
-        plan_micro_batches(lengths, 0)
 
 
 def test_collate_aligns_completion_tokens():
@@ -117,11 +115,6 @@ def test_bad_samples_are_clear_errors(learner):
         learner.update([Sample([1], [1, 2, 3], [-1.0, -1.0], 1.0)])
     with pytest.raises(ValueError, match="no samples"):
         learner.update([])
-
-
-def test_unknown_engine_is_a_clear_error(tiny_model_path):
-    with pytest.raises(ValueError, match="learner.backend='jax'"):
-        Learner(config(backend="jax"), tiny_model_path)
 
 
 # ------------------------------------------------------------------ the learner
@@ -189,10 +182,6 @@ def test_several_minibatches_make_the_clip_a_trust_region(tiny_model_path):
     one = Learner(config(lr=0.3), tiny_model_path, seed=0)
     one.update(samples() + samples())
     assert one.steps == 1 and not torch.equal(flat(one), flat(learner))
-    with pytest.raises(ValueError, match="ppo_minibatches"):
-        Learner(config(ppo_minibatches=0), tiny_model_path)
-    with pytest.raises(ValueError, match="tis_cap"):
-        Learner(config(tis_cap=0.0), tiny_model_path)
 
 
 def test_all_zero_advantages_skip_the_step(learner):

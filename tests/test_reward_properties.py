@@ -280,8 +280,6 @@ def test_aac_potential_by_hand():
     assert episode_rewards(steps, failed, c)[::5] == pytest.approx([-0.25, 0.0])
     with pytest.raises(ValueError, match="use episode_rewards"):
         step_reward(steps[0], 0.7, c)
-    with pytest.raises(ValueError, match="info_budget"):
-        episode_rewards(steps, scores, cfg(**DEFAULT, info_budget=-1.0))
 
 
 def test_timeout_without_reflect_turns_lands_on_the_last_step():

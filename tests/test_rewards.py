@@ -77,8 +77,6 @@ def test_length_penalty(n, tau, expected):
 
 def test_length_penalty_counts_whitespace_separated_words():
     assert length_penalty("a  b\n c\t d", 3) == pytest.approx(-(4 - 3) / 6)
-    with pytest.raises(ValueError, match="tau"):
-        length_penalty("a", 0)
 
 
 # ------------------------------------------------------------------ b_term
@@ -303,10 +301,6 @@ def test_bad_inputs_are_one_line_errors():
         step_reward(input_step(call=OK), 0.5, c)
     with pytest.raises(ValueError, match="outside"):
         step_reward(reflect(decision=False), 1.5, c)
-    with pytest.raises(ValueError, match="rewards.schedule"):
-        step_reward(reasoning(), 0.5, cfg(schedule="dense"))
-    with pytest.raises(ValueError, match="t_max"):
-        step_reward(input_step(call=OK), None, RewardConfig(schedule="aac"))  # the interpolation left unresolved
     with pytest.raises(ValueError, match="unknown phase"):
         step_reward(step("answer"), None, c)
 

@@ -30,7 +30,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from aac.config import CriticMode, CriticScoring, Informativeness
 from aac.critic.judgment import Judgment
 from aac.critic.parsing import RATING_MAX, RATING_MIN, parse_rating
 from aac.critic.prompts import critic_messages
@@ -82,10 +81,6 @@ class PrivilegedCritic(Counted):
                  caller: Any = None) -> None:
         """`caller` runs the function for `informativeness=coverage` (an `aac.env.protocol` caller, e.g.
         `sandbox_caller(pool)`); None: the process's shared sandbox pool."""
-        for key, value, allowed in (("mode", cfg.mode, CriticMode), ("scoring", cfg.scoring, CriticScoring),
-                                    ("informativeness", cfg.informativeness, Informativeness)):
-            if value not in list(allowed):
-                raise ValueError(f"critic.{key}={value!r} is not one of: {', '.join(allowed)}")
         self.engine = engine
         self.cfg = cfg
         self.adapter = adapter

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aac.config import CriticMode, CriticScoring
 from aac.env.domains import DOMAINS, get_domain
 
 if TYPE_CHECKING:
@@ -115,10 +114,6 @@ def critic_messages(judgment: Judgment, mode: str, examples: bool = True, scorin
 def _check(kind: str, mode: str, scoring: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown judgment kind {kind!r}: expected one of {', '.join(KINDS)}")
-    if mode not in list(CriticMode):
-        raise ValueError(f"unknown critic mode {mode!r}: expected one of {', '.join(CriticMode)}")
-    if scoring not in list(CriticScoring):
-        raise ValueError(f"unknown critic scoring {scoring!r}: expected one of {', '.join(CriticScoring)}")
 
 
 def _question(judgment: Judgment, mode: str, scoring: str) -> str:

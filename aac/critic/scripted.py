@@ -29,10 +29,6 @@ from aac.env.domains import get_domain
 
 class ScriptedCritic(Counted):
     def __init__(self, cfg: Any, *, stop_threshold: float, caller: Any = None, coverage: Any = None) -> None:
-        if cfg.scripted_k < 1:
-            raise ValueError(f"critic.scripted_k must be >= 1, got {cfg.scripted_k}")
-        if not 0.0 <= stop_threshold < 1.0:
-            raise ValueError(f"the stop threshold must be in [0, 1), got {stop_threshold}")
         self.k = cfg.scripted_k
         self.stop_threshold = stop_threshold
         self.coverage = coverage or CoverageInformativeness(caller, call_timeout_s=cfg.coverage_call_timeout_s)

@@ -23,16 +23,16 @@ the continuation and parses cue + continuation, and the step records the cue in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from aac.config import EnvConfig
 from aac.env import compact_prompts, prompts
 from aac.env.domains import Caller, get_domain
 from aac.env.observation import Observation
 from aac.env.prompts import in_context_prompt, parse_description  # noqa: F401  (the eval harness's API)
 from aac.phase import Phase
-from aac.sandbox.values import InputParseError, parse_literal
+from aac.sandbox.values import InputParseError
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
@@ -46,76 +46,55 @@ _NEXT = {Phase.REASONING: Phase.INPUT, Phase.INPUT: Phase.REFLECT, Phase.REFLECT
 _STYLES = {style: {Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module.input_prompt,
                    Phase.REFLECT: module.reflect_prompt}
            for style, module in (("paper", prompts), ("compact", compact_prompts))}
-PROMPT_STYLES = tuple(_STYLES)
 
 
-def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
-    """`literals` as an input alphabet: distinct Python literals (what a call's tuple may hold)."""
-    out = tuple(str(lit) for lit in literals)
-    if not out or len(set(out)) != len(out):
-        raise ValueError(f"env.input_literals must be distinct and non-empty, got {list(out)}")
-    for lit in out:
-        try:
-            parse_literal(lit)  # the parser every input the actor writes goes through
-        except InputParseError:
-            raise ValueError(f"env.input_literals: {lit!r} is not a Python literal") from None
-    return out
+_ENV = EnvConfig()  # the schema's defaults, stated once there
 
 
 @dataclass
 class ProtocolConfig:
-    history_window: int = 5  # observations shown per prompt (release: 5 train, 10 eval)
-    max_steps: int = 40  # turns per episode (T_max)
-    max_calls: int | None = None  # input turns per episode (eval: 25)
-    call_timeout_s: float = 10.0
-    spread_list: bool = True  # only used by `sandbox_caller`; the caller owns the call's semantics
+    """What the protocol needs of `EnvConfig` (training, `from_env`) or `EvalConfig` (held-out,
+    `from_eval`); its defaults are the schema's. Values were checked when the config was loaded."""
+
+    history_window: int = _ENV.history_window  # observations shown per prompt (release: 5 train, 10 eval)
+    max_steps: int = _ENV.max_steps  # turns per episode (T_max)
+    max_calls: int | None = _ENV.max_calls  # input turns per episode (eval: 25)
+    call_timeout_s: float = _ENV.call_timeout_s
+    spread_list: bool = _ENV.spread_list_args  # only used by `sandbox_caller`; the caller owns the call's semantics
     # prompt size bounds (small models have 2048-token contexts): each input and result is clipped to
     # max_observation_chars (plan and hypothesis to twice that); the window's lines share
     # max_window_chars, the oldest dropped first (the latest call is always shown)
-    max_observation_chars: int = 200
-    max_window_chars: int = 1600
-    max_input_chars: int = 10000
-    max_input_depth: int = 50
-    constrained_format: bool = False  # decode each turn inside its phase's grammar (aac/env/grammar.py)
-    prompt_style: str = "paper"  # paper | compact (short prompts, a worked example as chat turns)
-    answer_cues: bool = False  # open input and reflect replies with the style's answer cue (a prefill)
+    max_observation_chars: int = _ENV.max_observation_chars
+    max_window_chars: int = _ENV.max_window_chars
+    max_input_chars: int = _ENV.sandbox.max_input_chars
+    max_input_depth: int = _ENV.sandbox.max_input_depth
+    constrained_format: bool = _ENV.constrained_format  # decode each turn inside its phase's grammar (aac/env/grammar.py)
+    prompt_style: str = str(_ENV.prompt_style)  # paper | compact (short prompts, a worked example as chat turns)
+    answer_cues: bool = _ENV.answer_cues  # open input and reflect replies with the style's answer cue (a prefill)
     input_literals: tuple[str, ...] | None = None  # constrained inputs' alphabet (None: aac.env.grammar.LITERALS)
 
     def __post_init__(self) -> None:
-        if self.history_window < 1 or self.max_steps < 1 or (self.max_calls is not None and self.max_calls < 1):
-            raise ValueError(f"ProtocolConfig: history_window, max_steps and max_calls must be >= 1 ({self})")
         self.prompt_style = str(self.prompt_style)
-        if self.prompt_style not in _STYLES:
-            raise ValueError(f"ProtocolConfig: prompt_style {self.prompt_style!r} is not one of {', '.join(_STYLES)}")
         if self.input_literals is not None:
-            self.input_literals = check_literals(self.input_literals)
+            self.input_literals = tuple(str(lit) for lit in self.input_literals)
 
     @classmethod
-    def from_env(cls, env: Any) -> ProtocolConfig:
-        """From `EnvConfig` (aac.config), as used in training."""
-        sandbox = getattr(env, "sandbox", None)
+    def from_env(cls, env: EnvConfig) -> ProtocolConfig:
+        """From `EnvConfig`, as used in training."""
         return cls(history_window=env.history_window, max_steps=env.max_steps, max_calls=env.max_calls,
                    call_timeout_s=env.call_timeout_s, spread_list=env.spread_list_args,
-                   max_observation_chars=env.max_observation_chars,
-                   max_window_chars=env.max_window_chars,
-                   max_input_chars=getattr(sandbox, "max_input_chars", 10000),
-                   max_input_depth=getattr(sandbox, "max_input_depth", 50),
-                   constrained_format=getattr(env, "constrained_format", False),
-                   prompt_style=str(getattr(env, "prompt_style", "paper")),
-                   answer_cues=bool(getattr(env, "answer_cues", False)),
-                   input_literals=getattr(env, "input_literals", None))
+                   max_observation_chars=env.max_observation_chars, max_window_chars=env.max_window_chars,
+                   max_input_chars=env.sandbox.max_input_chars, max_input_depth=env.sandbox.max_input_depth,
+                   constrained_format=env.constrained_format, prompt_style=str(env.prompt_style),
+                   answer_cues=bool(env.answer_cues), input_literals=env.input_literals)
 
     @classmethod
-    def from_eval(cls, ev: Any, env: Any | None = None) -> ProtocolConfig:
-        """From `EvalConfig`: its window, call budget and timeout; enough steps for every call."""
+    def from_eval(cls, ev: Any, env: EnvConfig | None = None) -> ProtocolConfig:
+        """From `EvalConfig` (or what a run recorded of it): its window, call budget and timeout, enough
+        steps for every call; the rest from `env`."""
         base = cls.from_env(env) if env is not None else cls()
-        return cls(history_window=ev.history_window, max_steps=3 * ev.max_calls, max_calls=ev.max_calls,
-                   call_timeout_s=ev.call_timeout_s, spread_list=base.spread_list,
-                   max_observation_chars=base.max_observation_chars, max_window_chars=base.max_window_chars,
-                   max_input_chars=base.max_input_chars,
-                   max_input_depth=base.max_input_depth, constrained_format=base.constrained_format,
-                   prompt_style=base.prompt_style,
-                   answer_cues=base.answer_cues, input_literals=base.input_literals)
+        return replace(base, history_window=ev.history_window, max_steps=3 * ev.max_calls, max_calls=ev.max_calls,
+                       call_timeout_s=ev.call_timeout_s)
 
 
 @dataclass

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter; fixing it also turns the dynamic raise off
-MAX_THRESHOLD_KB = 32 * 1024  # glibc's ceiling on 64-bit (HEAP_MAX_SIZE / 2)
 THP_ENV = "THP_MEM_ALLOC_ENABLE"  # torch's CPU allocator: madvise(MADV_HUGEPAGE) blocks >= 2 MB
 # keep freed pages for reuse: purging them back costs a page fault per 4 KB on the next block
 JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
@@ -39,8 +38,6 @@ def _libc() -> ctypes.CDLL | None:
 def set_mmap_threshold(kb: int) -> bool:
     """Fix glibc's mmap threshold at `kb` KiB for this process (0: leave glibc's dynamic one).
     False where there is no glibc `mallopt` (another libc: nothing to do)."""
-    if not 0 <= kb <= MAX_THRESHOLD_KB:
-        raise ValueError(f"learner.malloc_mmap_threshold_kb must be in [0, {MAX_THRESHOLD_KB}], got {kb}")
     lib = _libc()
     if not kb or lib is None:
         return False

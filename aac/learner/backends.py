@@ -110,9 +110,6 @@ class DeepSpeedBackend:
         deepspeed = import_deepspeed()
         import torch.distributed as dist
 
-        if cfg.zero_stage not in (0, 1, 2):
-            raise ValueError(f"learner.zero_stage={cfg.zero_stage} is not supported: use 0, 1 or 2 "
-                             "(stage 3 would shard the frozen base the reference pass reads)")
         _init_process_group("nccl" if device.type == "cuda" else "gloo")
         if dist.get_world_size() != 1:
             raise ValueError(f"the DeepSpeed learner runs as one process, got world size {dist.get_world_size()}")
@@ -166,8 +163,4 @@ class DeepSpeedBackend:
 
 
 def make_backend(model: nn.Module, cfg: Any, device: torch.device) -> TorchBackend | DeepSpeedBackend:
-    if cfg.backend == "torch":
-        return TorchBackend(model, cfg, device)
-    if cfg.backend == "deepspeed":
-        return DeepSpeedBackend(model, cfg, device)
-    raise ValueError(f"learner.backend={cfg.backend!r} is not one of: deepspeed, torch")
+    return (TorchBackend if cfg.backend == "torch" else DeepSpeedBackend)(model, cfg, device)

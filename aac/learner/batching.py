@@ -63,8 +63,6 @@ def plan_micro_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
 
     Longest first, so rows of one micro-batch have similar lengths and little padding.
     """
-    if budget <= 0:
-        raise ValueError(f"learner.micro_batch_tokens must be > 0, got {budget}")
     batches: list[list[int]] = []
     current: list[int] = []
     for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):

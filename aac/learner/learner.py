@@ -77,8 +77,6 @@ def _pool(total: Optional[dict[str, float]], sums: dict[str, float]) -> dict[str
 
 def minibatch_indices(n: int, minibatches: int) -> list[list[int]]:
     """Strided split of n samples into PPO mini-batches (each gets turns of every group)."""
-    if isinstance(minibatches, bool) or not isinstance(minibatches, int) or minibatches < 1:
-        raise ValueError(f"learner.ppo_minibatches must be a positive int, got {minibatches!r}")
     return [list(range(k, n, minibatches)) for k in range(min(minibatches, n))]
 
 
@@ -86,9 +84,6 @@ class Learner:
     """`cfg` is a `LearnerConfig`; `base_model` (a loaded HF model) replaces loading `model_path`."""
 
     def __init__(self, cfg: Any, model_path: str, seed: int = 0, *, base_model: Optional[PreTrainedModel] = None):
-        if cfg.tis_cap is not None and not cfg.tis_cap > 0:
-            raise ValueError(f"learner.tis_cap must be > 0 or null, got {cfg.tis_cap}")
-        minibatch_indices(1, cfg.ppo_minibatches)  # a bad value fails here, not at the first update
         self.cfg = cfg
         self.device = _device()
         if self.device.type == "cpu":

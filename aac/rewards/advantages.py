@@ -39,8 +39,6 @@ def group_normalize(values: Sequence[float], eps: float) -> list[float]:
 def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str, w_step: float,
                     eps: float) -> list[list[float]]:
     """Per-step advantages for one group: `group[i][t] = (phase kind, reward)` of step t of episode i."""
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"rewards.advantage={estimator!r} is not one of: {', '.join(ESTIMATORS)}")
     if any(len(episode) == 0 for episode in group):
         raise ValueError("step_advantages: an episode with no steps")
     if estimator == "final":

@@ -39,13 +39,11 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from aac.phase import Phase
-from aac.rewards.terms import b_term, check_score, input_reward, length_penalty, t_max
+from aac.rewards.terms import b_term, check_score, input_reward, length_penalty
 
 
 def _info_per_plan(cfg: Any) -> float:
-    if cfg.info_budget < 0:
-        raise ValueError(f"rewards.info_budget must be >= 0, got {cfg.info_budget}")
-    return cfg.info_budget / math.ceil(t_max(cfg) / 3)  # reasoning turns sit at steps 0, 3, 6, ...
+    return cfg.info_budget / math.ceil(cfg.t_max / 3)  # reasoning turns sit at steps 0, 3, 6, ...
 
 
 def potential_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], cfg: Any) -> list[float]:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from aac.rewards.potential import potential_rewards
 from aac.rewards.table import step_reward
-from aac.rewards.terms import judgment_kind, schedule_name
+from aac.rewards.terms import judgment_kind
 
 
 def _check_lengths(steps: Sequence[Any], scores: Sequence[Optional[float]], who: str) -> None:
@@ -23,7 +23,7 @@ def _check_lengths(steps: Sequence[Any], scores: Sequence[Optional[float]], who:
 def episode_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], cfg: Any) -> list[float]:
     """The reward of each step of one episode; `scores[i]` belongs to `steps[i]`."""
     _check_lengths(steps, scores, "episode_rewards")
-    if schedule_name(cfg) == "aac_potential":
+    if cfg.schedule == "aac_potential":
         return potential_rewards(steps, scores, cfg)
     return [step_reward(step, score, cfg) for step, score in zip(steps, scores)]
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from aac.phase import Phase
-from aac.rewards.terms import b_term, check_score, input_reward, length_penalty, schedule_name
+from aac.rewards.terms import b_term, check_score, input_reward, length_penalty
 
 
 def _phase_reward(step: Any, score: Optional[float], cfg: Any) -> float:
@@ -68,7 +68,7 @@ def _terminal_reward(step: Any, score: Optional[float], cfg: Any) -> float:
 def step_reward(step: Any, score: Optional[float], cfg: Any) -> float:
     """The reward of one step; `score` is the critic's judgment named by `judgment_kind` (None: none
     was asked for, or the critic gave none)."""
-    schedule = schedule_name(cfg)
+    schedule = cfg.schedule
     if schedule == "aac_potential":
         raise ValueError("rewards.schedule=aac_potential rewards a step by its place in the episode: "
                          "use episode_rewards")

@@ -11,28 +11,13 @@ from typing import Any, Optional
 from aac.config import Schedule
 from aac.phase import Phase
 
-SCHEDULES = tuple(Schedule)  # defined once, in aac.config
+SCHEDULES = tuple(Schedule)  # defined once, in aac.config; values are checked when the config loads
 INFORMATIVENESS = "informativeness"
 HYPOTHESIS = "hypothesis"
 
 
-def schedule_name(cfg: Any) -> str:
-    if cfg.schedule not in SCHEDULES:
-        raise ValueError(f"rewards.schedule={cfg.schedule!r} is not one of: {', '.join(SCHEDULES)}")
-    return cfg.schedule
-
-
-def t_max(cfg: Any) -> int:
-    value = cfg.t_max
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"rewards.t_max must be a positive int (resolved from env.max_steps), got {value!r}")
-    return value
-
-
 def length_penalty(text: str, tau: int) -> float:
     """Capped length penalty r_len: 0 up to tau words, then -(n - tau) / (2 tau), floored at -1."""
-    if tau <= 0:
-        raise ValueError(f"length penalty tau must be > 0, got {tau}")
     n = len(text.split())
     return 0.0 if n <= tau else -min((n - tau) / (2 * tau), 1.0)
 
@@ -50,7 +35,7 @@ def input_reward(step: Any, cfg: Any) -> float:
     if not step.parse_ok or step.call is None or not step.call.ok:
         outcome = -cfg.p_parse
     else:
-        outcome = cfg.lambda_h / (2 * t_max(cfg))
+        outcome = cfg.lambda_h / (2 * cfg.t_max)
     return outcome + length_penalty(step.response, cfg.tau_input)
 
 
@@ -59,7 +44,7 @@ def judgment_kind(step: Any, cfg: Any) -> Optional[str]:
 
     Grade it on `graded_text(step, kind)`: a hypothesis judgment grades the hypothesis the step
     leaves, whatever its phase (under `final` the last step may be a reasoning turn)."""
-    schedule, kind = schedule_name(cfg), Phase(step.phase)
+    schedule, kind = cfg.schedule, Phase(step.phase)
     if schedule == "final":
         return HYPOTHESIS if step.done else None
     if kind == "reflect":
