@@ -9,7 +9,7 @@ from aac.engines import GenResult
 from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, SamplingSpec, turn_seed
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallResult
 
 INST = Instance(uid="t/0", source="t", code="def test_func(x):\n    return x\n", description="identity",
                 header="def test_func(x):", train_examples=[("(1,)", 1), ("(2,)", 2)], test_examples=[],

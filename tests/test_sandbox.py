@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from aac.sandbox._isolate import NOBODY
-from aac.sandbox.pool import CallResult, SandboxPool, SandboxUnavailable, run_function
+from aac.sandbox.pool import SandboxPool, run_function
+from aac.sandbox.result import CallKind, CallResult, SandboxUnavailable
 from aac.sandbox.values import DIGEST_KEY, outputs_match
 
 ADD = "def test_func(a, b):\n    return (a, b * 2)\n"
@@ -64,6 +65,45 @@ def test_errors_are_results(pool):
     assert pool.call("x = 1\n", "()").error == "NameError: name 'test_func' is not defined"
     assert pool.call("import not_a_module_xyz\ndef test_func():\n    return 1\n", "()").error.startswith(
         "ModuleNotFoundError")
+
+
+# writes a well-formed reply to its first call claiming a timeout on every fd it has, then exits
+FORGED_TIMEOUT = """import json, os, struct
+def test_func():
+    body = json.dumps({"id": 1, "dur": 0, "error": "TimeoutError: call exceeded 0.5 s", "kind": "timeout"}).encode()
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack(">I", len(body)) + body)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+
+
+def test_each_result_says_what_became_of_the_call():
+    hostile_repr = "class P:\n    def __repr__(self):\n        raise KeyboardInterrupt\ndef test_func():\n    return P()\n"
+    cases = [
+        (ADD, "(3, 'ab')", CallKind.OK),
+        ("def test_func(x):\n    raise ValueError('bad')\n", "(1,)", CallKind.RAISED),
+        ("def test_func(:\n", "()", CallKind.RAISED),  # the source itself
+        ("def test_func():\n    raise TimeoutError('call exceeded 0.5 s')\n", "()", CallKind.RAISED),  # whatever its text
+        (ADD, "(1, ", CallKind.BAD_INPUT),  # parsed in the worker
+        (ADD, "(" + "1, " * 10000 + ")", CallKind.BAD_INPUT),  # refused in the parent
+        (hostile_repr, "()", CallKind.BAD_OUTPUT),
+        ("def test_func():\n    while True:\n        pass\n", "()", CallKind.TIMEOUT),
+        ("import os\ndef test_func():\n    os._exit(3)\n", "()", CallKind.CRASHED),
+        # a worker may only report what it can know: a forged "timeout" reply is an invalid one
+        (FORGED_TIMEOUT, "()", CallKind.CRASHED),
+    ]
+    with SandboxPool(workers=1, memory_mb=256) as p:
+        results = [p.call(source, text, timeout_s=0.5) for source, text, _ in cases]
+        stats = p.stats
+    assert [r.kind for r in results] == [kind for *_, kind in cases], [r.error for r in results]
+    assert results[6].error.startswith("OutputError: KeyboardInterrupt") and "invalid reply" in results[-1].error
+    assert [r.kind.cut_short for r in results] == [False] * 7 + [True] * 3
+    assert (stats["timeouts"], stats["crashes"]) == (1, 2)
+    with pytest.raises(ValueError, match="kind"):
+        CallResult(None, "ValueError: x", 0.0, "None", None)  # an error needs its kind
 
 
 def test_each_call_runs_in_fresh_globals(pool):

@@ -167,9 +167,11 @@ class _Server:
         except (ValueError, OSError):  # an earlier call lowered the hard limit
             broken = True
         start = time.perf_counter()
+        kind = "bad_input"  # what an error from here on is (aac.sandbox.result.CallKind's values)
         try:
             args = values.parse_input(msg["input"], spread_list=msg["spread_list"], max_chars=msg["max_chars"],
                                       max_depth=msg["max_depth"])
+            kind = "raised"
             if self.code is None:
                 error = self.load_error
             else:
@@ -198,12 +200,12 @@ class _Server:
                 resp["norm"] = values.normalize(value)
             except BaseException as exc:  # noqa: B036 - a hostile __repr__, MemoryError
                 memory_error = memory_error or isinstance(exc, MemoryError)
-                error = "OutputError: " + format_exception(exc)
+                error, kind = "OutputError: " + format_exception(exc), "bad_output"
             value = None
             if not plain:  # only then did repr/normalize run the value's own methods
                 broken = not self._restore() or broken
         if error is not None:
-            resp = {"id": msg["id"], "dur": duration, "error": error}
+            resp = {"id": msg["id"], "dur": duration, "error": error, "kind": kind}
         retire = None
         if memory_error:
             retire = "memory"
