@@ -7,9 +7,11 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -453,3 +455,55 @@ def test_an_unprivileged_user_gets_a_namespace_sandbox(open_dir):
     assert out["write"] is not None and not (open_dir / "f").exists()
     assert out["tcp"] is not None
     assert out["signal_parent"] is not None  # another PID namespace, or Landlock's signal scope
+
+
+UNDER_TMP_PROBE = """
+import json, logging, sys
+from aac.sandbox import SandboxPool
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+clone, secret = sys.argv[1], sys.argv[2]
+sources = {
+    "zip": "import extra_mod\\ndef test_func():\\n    return extra_mod.VALUE\\n",
+    "seen": "import os\\ndef test_func(*paths):\\n    return [os.path.exists(p) for p in paths]\\n",
+    "write": "def test_func(path):\\n    open(path, 'w').write('x')\\n",
+}
+inputs = {"zip": "()", "seen": repr((clone + "/aac/sandbox/_worker.py", sys.prefix + "/pyvenv.cfg", secret)),
+          "write": repr((clone + "/aac/owned",))}
+with SandboxPool(workers=1) as pool:
+    results = {name: pool.call(source, inputs[name]) for name, source in sources.items()}
+    print(json.dumps({"mode": pool.isolation, "details": pool.isolation_details, "prefix": sys.prefix,
+                      **{name: r.output if r.ok else r.error for name, r in results.items()}}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespace isolation needs root")
+def test_namespaces_with_the_checkout_venv_and_interpreter_under_tmp():
+    """A fresh clone under /tmp, its venv's interpreter a copy there, a zip on its import path
+    beside it: the namespace mode's private /tmp keeps them visible (read-only), nothing else."""
+    base = Path(tempfile.mkdtemp(prefix="aac-under-tmp-", dir="/tmp"))
+    try:
+        clone = base / "clone"
+        shutil.copytree(Path(__file__).resolve().parents[1] / "aac", clone / "aac",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--copies", str(clone / ".venv")], check=True,
+                       timeout=120)
+        (base / "wheels").mkdir()
+        with zipfile.ZipFile(base / "wheels" / "extra.zip", "w") as zf:
+            zf.writestr("extra_mod.py", "VALUE = 42\n")
+        site = clone / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+        (site / "extra.pth").write_text(f"{base / 'wheels' / 'extra.zip'}\n")
+        (base / "secret").write_text("not for the sandbox")
+        done = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", UNDER_TMP_PROBE, str(clone),
+                               str(base / "secret")], capture_output=True, text=True, timeout=120, cwd=clone,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(clone)})
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["prefix"] == str(clone / ".venv")
+        assert out["mode"] == "namespaces" and "unreadable_import_paths" not in out["details"], done.stderr
+        assert "sandbox isolation: namespaces;" in done.stderr  # the active mode is logged as ever
+        assert out["details"]["tmp_binds"] == [str(base / "clone"), str(base / "wheels" / "extra.zip")]
+        assert out["zip"] == 42 and out["seen"] == [True, True, False]
+        assert out["write"].startswith(("OSError: [Errno 30]", "PermissionError")) and not (clone / "aac/owned").exists()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

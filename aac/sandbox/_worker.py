@@ -368,9 +368,9 @@ def _zygote_main(cfg: dict, ctl: int) -> None:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # floods of output go nowhere and never block
         os.close(devnull)
-        import_paths = cfg["sys_path"] + [_HERE]  # checked by the parent, which can see them all
+        import_paths = cfg["sys_path"] + [_HERE] + cfg["interpreter"]  # checked by the parent, which sees them all
         details = isolate.setup_zygote(cfg["mode"], import_paths)
-        tmp_roots = isolate.tmp_import_roots(import_paths) if cfg["mode"] in ("namespaces", "userns") else []
+        tmp_roots = details.get("tmp_binds", [])
         for name in cfg["preload"]:
             try:
                 importlib.import_module(name)

@@ -136,6 +136,14 @@ class Options:
 NAMESPACED = ("namespaces", "userns")
 
 
+def _interpreter_paths() -> list[str]:
+    """The interpreter's prefixes (a venv's and its base's) and its folder: what the zygote keeps
+    readable besides the import path, wherever they are (under /tmp too)."""
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable))]
+    return [p for p in dict.fromkeys(paths) if p and os.path.isabs(p) and os.path.isdir(p)]
+
+
 class Zygote:
     """The pool's fork server: the zygote's supervisor (started here), the zygote (already
     inside the isolation, imports loaded) and the control socket that asks it for children.
@@ -174,7 +182,8 @@ class Zygote:
         cfg = {"owner": self.owner, "mode": self.mode, "life_fd": life_r, "ctl_fd": theirs,
                "memory_mb": opts.memory_mb, "cpu_s": opts.cpu_time_s, "tmp_mb": opts.tmp_mb,
                "fsize_mb": opts.fsize_mb, "nofile": opts.nofile, "preload": list(opts.preload),
-               "sys_path": [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]}
+               "sys_path": [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)],
+               "interpreter": _interpreter_paths()}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
                "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
