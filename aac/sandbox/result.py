@@ -58,7 +58,8 @@ class CallResult:
     kind: CallKind = CallKind.OK
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", CallKind(self.kind))  # also from its value ("timeout"), as records hold it
+        if type(self.kind) is not CallKind:  # from its value ("timeout"), as records hold it
+            object.__setattr__(self, "kind", CallKind(self.kind))
         if (self.error is None) != (self.kind is CallKind.OK):
             raise ValueError(f"CallResult: kind {self.kind!r} does not fit error {self.error!r}")
 
