@@ -22,7 +22,7 @@ from typing import Any
 from aac.env.instance import Instance
 from aac.env.protocol import Episode, ProtocolConfig
 from aac.eval.records import load_run
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallKind, CallResult
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,10 @@ def _recorded_caller(steps: list[dict]):
         rec = next(calls, None)
         if rec is None:
             raise TraceError("the replay made more calls than the record holds")
-        return CallResult(output=None, error=rec.get("error"), duration_s=rec.get("duration_s", 0.0),
-                          output_repr=rec.get("output_repr", "None"), normalized=None)
+        error = rec.get("error")
+        kind = rec.get("kind") or (CallKind.OK if error is None else CallKind.RAISED)  # records before kinds
+        return CallResult(output=None, error=error, duration_s=rec.get("duration_s", 0.0),
+                          output_repr=rec.get("output_repr", "None"), normalized=None, kind=kind)
 
     return call
 

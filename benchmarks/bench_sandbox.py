@@ -203,7 +203,8 @@ def threaded(pool: SandboxPool, calls: list[tuple[str, str]], threads: int = THR
             t = time.perf_counter()
             r = pool.call(source, text)
             own.append(time.perf_counter() - t)
-            if not r.ok and r.error.startswith(("SandboxError", "TimeoutError")):  # not the function's own
+            # not the function's own; read from the text: a --ref tree's results may have no kind
+            if not r.ok and r.error.startswith(("SandboxError", "TimeoutError")):
                 failures.append(r.error)
         latencies.extend(own)
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from dataclasses import replace
+
 import pytest
 from doubles import GenerateOnly
 
 from aac.engines import GenResult
 from aac.env.instance import Instance
-from aac.env.protocol import ProtocolConfig
+from aac.env.protocol import ProtocolConfig, sandbox_caller
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, SamplingSpec, turn_seed
-from aac.sandbox.pool import CallResult
+from aac.sandbox.pool import SandboxPool
+from aac.sandbox.result import CallKind, CallResult
 
 INST = Instance(uid="t/0", source="t", code="def test_func(x):\n    return x\n", description="identity",
                 header="def test_func(x):", train_examples=[("(1,)", 1), ("(2,)", 2)], test_examples=[],
@@ -123,3 +128,62 @@ def test_greedy_sampling_has_no_seed_and_top_p_one():
     s = SamplingSpec(0.0, 0.5, 8).for_turn(1, 2, 3)
     assert s.seed is None and s.top_p == 1.0 and s.temperature == 0.0
     assert SamplingSpec(1.0, 0.5, 8).for_turn(1, 2, 3).top_p == 0.5
+
+
+LOOPS = replace(INST, uid="t/loops", code="def test_func(x):\n    while True:\n        pass\n")
+
+
+def _turns(played):
+    """What each episode did, timing aside: every turn's prompt, reply and call result."""
+    return [[(t.step.prompt, t.step.text, t.step.call and (t.step.call.kind, t.step.call.error, t.step.call.output_repr))
+             for t in p.turns] for p in played]
+
+
+def _timed_play(caller, instances, stops, call_wait_s, timeout_s):
+    """Play one episode per instance (episode k says YES in cycle stops[k]); when each ended."""
+    engine = StopsAfter(stops, 5)
+    driver = EpisodeDriver(engine, ProtocolConfig(max_steps=60, call_timeout_s=timeout_s), caller,
+                           SamplingSpec(1.0, 1.0, 8), seed=5, call_wait_s=call_wait_s)
+    ended, start = {}, time.monotonic()
+    played, stats = driver.play([EpisodeSpec(k, inst) for k, inst in enumerate(instances)],
+                                on_done=lambda eps: ended.update({p.spec.key: time.monotonic() - start for p in eps}))
+    return played, stats, ended, engine
+
+
+def test_a_call_that_times_out_holds_only_its_own_episode():
+    # episode 0's function loops until its timeout; episodes 1 and 2 make 3 calls each meanwhile.
+    # One call at a time (the reference: the driver before calls ran in threads), their first calls
+    # would wait for that timeout, so they could not end before it
+    timeout_s = 1.5
+    with SandboxPool(workers=2, memory_mb=256) as pool:
+        pool.isolation  # noqa: B018 - the zygote starts before the clock
+        lock = threading.Lock()
+
+        def one_at_a_time(*call):
+            with lock:
+                return sandbox_caller(pool)(*call)
+
+        played, stats, ended, _ = _timed_play(sandbox_caller(pool), [LOOPS, INST, INST], [1, 3, 3], 0.1, timeout_s)
+        ref, ref_stats, ref_ended, _ = _timed_play(one_at_a_time, [LOOPS, INST, INST], [1, 3, 3], None, timeout_s)
+    assert [p.spec.key for p in played] == [0, 1, 2] and [len(p.turns) for p in played] == [3, 9, 9]
+    assert played[0].turns[1].step.call.kind is CallKind.TIMEOUT
+    assert max(ended[1], ended[2]) < timeout_s <= ended[0], ended  # the others ended during the timeout
+    assert min(ref_ended[1], ref_ended[2]) >= timeout_s, ref_ended
+    assert _turns(played) == _turns(ref) and stats.requests == ref_stats.requests == 21
+
+
+def test_call_wait_s_sets_how_long_a_batch_waits_for_slow_calls():
+    slow = replace(INST, uid="t/slow", code="def test_func(x):\n    return x  # slow\n")
+
+    def caller(source, input_str, timeout_s):
+        time.sleep(0.2 if "slow" in source else 0.0)
+        return fixed_caller(source, input_str, timeout_s)
+
+    waits, waits_stats, _, waits_engine = _timed_play(caller, [slow, INST], [2, 2], None, 10.0)
+    goes_on, stats, ended, engine = _timed_play(caller, [slow, INST], [2, 2], 0.0, 10.0)
+    assert all(len(call) == 2 for call in waits_engine.calls) and waits_stats.engine_calls == 6  # lockstep
+    # not waiting, the fast episode runs ahead: the slow one's turns after a call go alone
+    assert stats.engine_calls > 6 and min(len(call) for call in engine.calls) == 1 and ended[1] < ended[0]
+    assert _turns(goes_on) == _turns(waits)
+    with pytest.raises(ValueError, match="call_wait_s"):
+        EpisodeDriver(engine, ProtocolConfig(), caller, SamplingSpec(1.0, 1.0, 8), call_wait_s=-1)

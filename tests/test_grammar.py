@@ -134,7 +134,7 @@ def test_input_literals_set_the_constrained_inputs_alphabet():
     from aac.env.instance import Instance
     from aac.env.protocol import ProtocolConfig
     from aac.rollout.driver import EpisodeDriver, EpisodeSpec, SamplingSpec
-    from aac.sandbox.pool import CallResult
+    from aac.sandbox.result import CallResult
 
     class Recording(GenerateOnly):  # the grammars the driver asks for; replies stay inside them
         def __init__(self):

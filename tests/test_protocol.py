@@ -10,7 +10,7 @@ from aac.config import EnvConfig, EvalConfig
 from aac.env.instance import Instance
 from aac.env.prompts import extract_input, parse_description, parse_reflection, strip_think
 from aac.env.protocol import Episode, Phase, ProtocolConfig, in_context_prompt
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallKind, CallResult
 from aac.sandbox.values import normalize, parse_input, safe_repr
 
 CODE = '''def validate_input_args(arg0):
@@ -44,7 +44,7 @@ class LocalCaller:
         try:
             out = namespace["test_func"](*parse_input(input_str))
         except Exception as e:
-            return CallResult(None, f"{type(e).__name__}: {e}", time.perf_counter() - start, "", None)
+            return CallResult(None, f"{type(e).__name__}: {e}", time.perf_counter() - start, "", None, CallKind.RAISED)
         return CallResult(out, None, time.perf_counter() - start, safe_repr(out, 2000), normalize(out))
 
 

@@ -19,12 +19,13 @@ from aac.rewards import (
     masked_judgments,
     step_reward,
 )
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallKind, CallResult
 
 OK = CallResult(output=3, error=None, duration_s=0.01, output_repr="3", normalized=3)
-RAISED = CallResult(output=None, error="TypeError: bad argument", duration_s=0.01, output_repr="", normalized=None)
+RAISED = CallResult(output=None, error="TypeError: bad argument", duration_s=0.01, output_repr="", normalized=None,
+                    kind=CallKind.RAISED)
 TIMEOUT = CallResult(output=None, error="TimeoutError: call exceeded 10.0 s", duration_s=10.0, output_repr="",
-                     normalized=None)
+                     normalized=None, kind=CallKind.TIMEOUT)
 
 
 def cfg(**kw) -> RewardConfig:

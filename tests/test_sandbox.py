@@ -7,15 +7,18 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from aac.sandbox._isolate import NOBODY
-from aac.sandbox.pool import CallResult, SandboxPool, SandboxUnavailable, run_function
+from aac.sandbox.pool import SandboxPool, run_function
+from aac.sandbox.result import CallKind, CallResult, SandboxUnavailable
 from aac.sandbox.values import DIGEST_KEY, outputs_match
 
 ADD = "def test_func(a, b):\n    return (a, b * 2)\n"
@@ -64,6 +67,45 @@ def test_errors_are_results(pool):
     assert pool.call("x = 1\n", "()").error == "NameError: name 'test_func' is not defined"
     assert pool.call("import not_a_module_xyz\ndef test_func():\n    return 1\n", "()").error.startswith(
         "ModuleNotFoundError")
+
+
+# writes a well-formed reply to its first call claiming a timeout on every fd it has, then exits
+FORGED_TIMEOUT = """import json, os, struct
+def test_func():
+    body = json.dumps({"id": 1, "dur": 0, "error": "TimeoutError: call exceeded 0.5 s", "kind": "timeout"}).encode()
+    for fd in range(3, 64):
+        try:
+            os.write(fd, struct.pack(">I", len(body)) + body)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+
+
+def test_each_result_says_what_became_of_the_call():
+    hostile_repr = "class P:\n    def __repr__(self):\n        raise KeyboardInterrupt\ndef test_func():\n    return P()\n"
+    cases = [
+        (ADD, "(3, 'ab')", CallKind.OK),
+        ("def test_func(x):\n    raise ValueError('bad')\n", "(1,)", CallKind.RAISED),
+        ("def test_func(:\n", "()", CallKind.RAISED),  # the source itself
+        ("def test_func():\n    raise TimeoutError('call exceeded 0.5 s')\n", "()", CallKind.RAISED),  # whatever its text
+        (ADD, "(1, ", CallKind.BAD_INPUT),  # parsed in the worker
+        (ADD, "(" + "1, " * 10000 + ")", CallKind.BAD_INPUT),  # refused in the parent
+        (hostile_repr, "()", CallKind.BAD_OUTPUT),
+        ("def test_func():\n    while True:\n        pass\n", "()", CallKind.TIMEOUT),
+        ("import os\ndef test_func():\n    os._exit(3)\n", "()", CallKind.CRASHED),
+        # a worker may only report what it can know: a forged "timeout" reply is an invalid one
+        (FORGED_TIMEOUT, "()", CallKind.CRASHED),
+    ]
+    with SandboxPool(workers=1, memory_mb=256) as p:
+        results = [p.call(source, text, timeout_s=0.5) for source, text, _ in cases]
+        stats = p.stats
+    assert [r.kind for r in results] == [kind for *_, kind in cases], [r.error for r in results]
+    assert results[6].error.startswith("OutputError: KeyboardInterrupt") and "invalid reply" in results[-1].error
+    assert [r.kind.cut_short for r in results] == [False] * 7 + [True] * 3
+    assert (stats["timeouts"], stats["crashes"]) == (1, 2)
+    with pytest.raises(ValueError, match="kind"):
+        CallResult(None, "ValueError: x", 0.0, "None", None)  # an error needs its kind
 
 
 def test_each_call_runs_in_fresh_globals(pool):
@@ -413,3 +455,55 @@ def test_an_unprivileged_user_gets_a_namespace_sandbox(open_dir):
     assert out["write"] is not None and not (open_dir / "f").exists()
     assert out["tcp"] is not None
     assert out["signal_parent"] is not None  # another PID namespace, or Landlock's signal scope
+
+
+UNDER_TMP_PROBE = """
+import json, logging, sys
+from aac.sandbox import SandboxPool
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+clone, secret = sys.argv[1], sys.argv[2]
+sources = {
+    "zip": "import extra_mod\\ndef test_func():\\n    return extra_mod.VALUE\\n",
+    "seen": "import os\\ndef test_func(*paths):\\n    return [os.path.exists(p) for p in paths]\\n",
+    "write": "def test_func(path):\\n    open(path, 'w').write('x')\\n",
+}
+inputs = {"zip": "()", "seen": repr((clone + "/aac/sandbox/_worker.py", sys.prefix + "/pyvenv.cfg", secret)),
+          "write": repr((clone + "/aac/owned",))}
+with SandboxPool(workers=1) as pool:
+    results = {name: pool.call(source, inputs[name]) for name, source in sources.items()}
+    print(json.dumps({"mode": pool.isolation, "details": pool.isolation_details, "prefix": sys.prefix,
+                      **{name: r.output if r.ok else r.error for name, r in results.items()}}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespace isolation needs root")
+def test_namespaces_with_the_checkout_venv_and_interpreter_under_tmp():
+    """A fresh clone under /tmp, its venv's interpreter a copy there, a zip on its import path
+    beside it: the namespace mode's private /tmp keeps them visible (read-only), nothing else."""
+    base = Path(tempfile.mkdtemp(prefix="aac-under-tmp-", dir="/tmp"))
+    try:
+        clone = base / "clone"
+        shutil.copytree(Path(__file__).resolve().parents[1] / "aac", clone / "aac",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--copies", str(clone / ".venv")], check=True,
+                       timeout=120)
+        (base / "wheels").mkdir()
+        with zipfile.ZipFile(base / "wheels" / "extra.zip", "w") as zf:
+            zf.writestr("extra_mod.py", "VALUE = 42\n")
+        site = clone / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+        (site / "extra.pth").write_text(f"{base / 'wheels' / 'extra.zip'}\n")
+        (base / "secret").write_text("not for the sandbox")
+        done = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", UNDER_TMP_PROBE, str(clone),
+                               str(base / "secret")], capture_output=True, text=True, timeout=120, cwd=clone,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(clone)})
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["prefix"] == str(clone / ".venv")
+        assert out["mode"] == "namespaces" and "unreadable_import_paths" not in out["details"], done.stderr
+        assert "sandbox isolation: namespaces;" in done.stderr  # the active mode is logged as ever
+        assert out["details"]["tmp_binds"] == [str(base / "clone"), str(base / "wheels" / "extra.zip")]
+        assert out["zip"] == 42 and out["seen"] == [True, True, False]
+        assert out["write"].startswith(("OSError: [Errno 30]", "PermissionError")) and not (clone / "aac/owned").exists()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

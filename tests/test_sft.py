@@ -16,7 +16,7 @@ from aac.learner import Learner, Sample
 from aac.learner.sft_loss import sft_loss
 from aac.rollout.driver import EpisodeSpec, PlayedEpisode
 from aac.rollout.record import interactive_record
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallResult
 from aac.traces import keep_episode, load_turns
 
 REPLIES = ["I will try a longer string.", "Input: (2, 'abc')", "NO\nSummary: repeats the string n times",

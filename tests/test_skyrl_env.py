@@ -10,7 +10,7 @@ from aac.env.instance import Instance
 from aac.env.protocol import Phase
 from aac.env.rows import to_row
 from aac.env.skyrl_env import ENV_ID
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallKind, CallResult
 
 INSTANCE = Instance(
     uid="s/1", source="unit", code="def test_func(arg0):\n    return abs(arg0)\n", description="Absolute value.",
@@ -21,7 +21,7 @@ INSTANCE = Instance(
 def fixed_caller(source: str, input_str: str, timeout_s: float) -> CallResult:
     """Test double for the sandbox: every call returns 7, except input (0,) which raises."""
     if input_str == "(0,)":
-        return CallResult(None, "ValueError: zero", 0.0, "", None)
+        return CallResult(None, "ValueError: zero", 0.0, "", None, CallKind.RAISED)
     return CallResult(7, None, 0.0, "7", 7)
 
 

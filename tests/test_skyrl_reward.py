@@ -16,7 +16,7 @@ from aac.env.instance import Instance
 from aac.rewards.schedule import episode_rewards
 from aac.rewards.terms import judgment_kind
 from aac.rollout.skyrl_reward import ENV_ID
-from aac.sandbox.pool import CallResult
+from aac.sandbox.result import CallKind, CallResult
 
 INSTANCE = Instance(
     uid="r/1", source="unit", code="def test_func(arg0):\n    return abs(arg0)\n", description="Absolute value.",
@@ -120,7 +120,7 @@ def test_same_rewards_as_the_rollout_workers_of_aac_train(serve_chat):
 def fixed_caller(source: str, input_str: str, timeout_s: float) -> CallResult:
     """Sandbox double: every call returns 7, except input (0,) which raises."""
     if input_str == "(0,)":
-        return CallResult(None, "ValueError: zero", 0.0, "", None)
+        return CallResult(None, "ValueError: zero", 0.0, "", None, CallKind.RAISED)
     return CallResult(7, None, 0.0, "7", 7)
 
 

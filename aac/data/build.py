@@ -66,6 +66,7 @@ from aac.env.instance import Instance, load_instances
 from aac.env.rows import write_instances
 from aac.models import aac_home
 from aac.sandbox.pool import SandboxPool
+from aac.sandbox.result import CallKind
 from aac.sandbox.values import canonical_json, outputs_match
 
 log = logging.getLogger(__name__)
@@ -340,9 +341,9 @@ class _Builder:
                 result = self.pool.call(code, text, timeout_s=timeout_s)
                 # once more if the sandbox failed, or if a slow call may just have been descheduled
                 slow = result.ok and result.duration_s > self.cfg.max_call_s
-                if slow or (result.error or "").startswith("SandboxError"):
+                if slow or result.kind.sandbox_failed:
                     result = self.pool.call(code, text, timeout_s=timeout_s)
-            timeouts += (result.error or "").startswith("TimeoutError")
+            timeouts += result.kind is CallKind.TIMEOUT
             results.append(result)
         return results
 

@@ -51,6 +51,7 @@ from aac.env.domains import pool_preload
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
 from aac.sandbox.pool import SandboxPool
+from aac.sandbox.result import CallKind
 from aac.sandbox.values import canonical_json
 
 DOMAIN = "library"
@@ -375,11 +376,11 @@ class _FunctionBuilder:
             results = self._call(code, [text for text, _ in batch])
             novel = []
             for (text, args), res in zip(batch, results):
+                if res.kind is CallKind.TIMEOUT:
+                    slow += 1
+                    continue
                 if not res.ok:
-                    kind = res.error.split(":", 1)[0]
-                    if kind == "TimeoutError":
-                        slow += 1
-                        continue
+                    kind = res.error.split(":", 1)[0]  # the error's type: a behaviour of its own
                     printed += kind == PRINTED
                     row.leaked += bool(leak.search(res.error))
                     if f"error:{kind}" not in behaviours:

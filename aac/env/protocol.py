@@ -36,7 +36,7 @@ from aac.sandbox.values import InputParseError
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
-    from aac.sandbox.pool import CallResult
+    from aac.sandbox.result import CallResult
 __all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
            "parse_description", "sandbox_caller"]
 

@@ -6,6 +6,8 @@ Turns are streamed to the engine (`Engine.submit` / `collect`): on a streaming e
 next turn starts as soon as its own reply is back, not when the slowest reply of the batch is.
 One seeding rule for every caller: turn `t` of the episode with key `k` samples with seed `turn_seed(seed, k, t)`, so a replay with the
 same keys draws the same tokens whatever else shares its batch.
+Sandbox calls do not block each other: an input turn's call runs in a thread, so one that loops
+until its timeout holds its own episode only (`call_wait_s`).
 
 The driver owns no model and no reward: it returns what happened (`PlayedEpisode`) and counts its
 engine calls and idle slots (`DriverStats`), which the continuous-batching benchmark compares.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,6 +31,10 @@ from aac.env.teacher import PromptTransform, plain
 from aac.phase import PHASE_NAMES
 
 MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
+# how long a round's next batch waits for the sandbox calls of its input turns: a call that ends
+# sooner keeps its episode in the batch (a lockstep engine then runs one generate, not two); a
+# slower one (a function looping until its timeout) holds only its own episode
+CALL_WAIT_S = 1.0
 
 
 def turn_seed(seed: int, key: int, turn: int) -> int:
@@ -146,6 +153,18 @@ class _Live:
     turns: list[PlayedTurn] = field(default_factory=list)
 
 
+@dataclass
+class _Stepping:
+    """A reply being stepped into its episode: `step` gives the StepRecord (or the caller's exception)."""
+
+    live: _Live
+    reply: GenResult
+    # what the actor saw when it wrote the reply
+    hypothesis: str
+    observations: list[Observation]
+    step: Future
+
+
 class EpisodeDriver:
     """Plays episodes of one protocol against one engine (and adapter) with continuous batching.
 
@@ -154,12 +173,14 @@ class EpisodeDriver:
 
     def __init__(self, engine: Engine, protocol: ProtocolConfig, caller: Caller, sampling: SamplingSpec, *,
                  adapter: str | None = None, seed: int = 0, max_live: int | None = None,
-                 prompt_for: PromptTransform = plain):
+                 prompt_for: PromptTransform = plain, call_wait_s: float | None = CALL_WAIT_S):
         if max_live is not None and max_live < 1:
             raise ValueError(f"max_live must be >= 1 or None (all at once), got {max_live}")
+        if call_wait_s is not None and call_wait_s < 0:
+            raise ValueError(f"call_wait_s must be >= 0 or None (wait for every call), got {call_wait_s}")
         self.engine, self.protocol, self.caller = engine, protocol, caller
         self.sampling, self.adapter, self.seed, self.max_live = sampling, adapter, seed, max_live
-        self.prompt_for = prompt_for
+        self.prompt_for, self.call_wait_s = prompt_for, call_wait_s
 
     def _sampling(self, lv: _Live) -> Sampling:
         """The sampling of `lv`'s next turn: its seed, and its phase's grammar under constrained_format."""
@@ -172,17 +193,25 @@ class EpisodeDriver:
 
     def play(self, specs: Iterable[EpisodeSpec],
              on_done: Callable[[list[PlayedEpisode]], None] | None = None) -> tuple[list[PlayedEpisode], DriverStats]:
-        """Play every episode to its end; `on_done` gets each collect's finished episodes at once (so a
+        """Play every episode to its end; `on_done` gets each round's finished episodes at once (so a
         killed run loses only those in flight). Returns the episodes in the order of `specs`.
 
         Turns go to the engine as a stream (`Engine.submit` / `collect`): an episode's next turn is
         sent as soon as its reply is back and stepped, while the others still decode. On an engine that
         streams (vLLM) a step of the batch waits for no reply but its own; on one that does not, each
-        collect is one generate over every live episode (lockstep)."""
+        collect is one generate over every live episode (lockstep).
+
+        An input turn's step calls the sandbox: each such step runs in a thread of its own, so the
+        calls of different episodes run at once (as many as the caller serves: a pool's `workers`).
+        The episodes whose calls end within `call_wait_s` of their round join its next batch (None: wait
+        for every call, as one at a time would); a slower call holds only its own episode, which goes
+        on with the first round after its call ends. Timing never changes tokens: turn seeds follow
+        the seeding rule."""
         queue = deque(specs)
         order = {id(s): i for i, s in enumerate(queue)}
         slots = self.max_live or len(queue)
         pending: dict[Any, _Live] = {}  # ticket -> the episode whose turn it is
+        stepping: list[_Stepping] = []  # replies being stepped (input turns: calls running), oldest first
         done: list[PlayedEpisode] = []
         stats = DriverStats()
 
@@ -201,31 +230,50 @@ class EpisodeDriver:
                 new.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
             return new
 
-        send(admit(0))
-        while pending:
-            in_flight = len(pending)
-            t0 = time.perf_counter()
-            got = self.engine.collect(list(pending))
-            stats.generation_s += time.perf_counter() - t0
-            stats.engine_calls += 1
-            stats.requests += len(got)
-            stats.idle_slots += slots - in_flight
-            stats.per_call.append(in_flight)
-            finished, going_on = [], []
-            for ticket, res in got:
-                lv = pending.pop(ticket)
-                hypothesis, observations = lv.episode.hypothesis, lv.episode.observations
-                step = lv.episode.step(res.text)
-                stats.generated_tokens += len(res.token_ids)
-                lv.turns.append(PlayedTurn(step, res, hypothesis, observations))
-                if lv.episode.done:
-                    finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
-                else:
-                    going_on.append(lv)
-            send(going_on + admit(len(pending) + len(going_on)))
-            if finished:
-                done += finished
-                if on_done is not None:
-                    on_done(finished)
+        with ThreadPoolExecutor(max(slots, 1), thread_name_prefix="aac-episode-call") as calls:
+            send(admit(0))
+            while pending or stepping:
+                if pending:
+                    in_flight = len(pending)
+                    t0 = time.perf_counter()
+                    got = self.engine.collect(list(pending))
+                    stats.generation_s += time.perf_counter() - t0
+                    stats.engine_calls += 1
+                    stats.requests += len(got)
+                    stats.idle_slots += slots - in_flight
+                    stats.per_call.append(in_flight)
+                    round_ = [self._start_step(pending.pop(ticket), res, calls) for ticket, res in got]
+                    stats.generated_tokens += sum(len(res.token_ids) for _, res in got)
+                    stepping += round_
+                    wait([s.step for s in round_], timeout=self.call_wait_s)
+                else:  # every live episode waits for its call
+                    wait([s.step for s in stepping], return_when=FIRST_COMPLETED)
+                finished, going_on, still = [], [], []
+                for s in stepping:
+                    if not s.step.done():
+                        still.append(s)
+                        continue
+                    lv = s.live
+                    lv.turns.append(PlayedTurn(s.step.result(), s.reply, s.hypothesis, s.observations))
+                    if lv.episode.done:
+                        finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
+                    else:
+                        going_on.append(lv)
+                stepping = still
+                send(going_on + admit(len(pending) + len(going_on) + len(stepping)))
+                if finished:
+                    done += finished
+                    if on_done is not None:
+                        on_done(finished)
         done.sort(key=lambda p: order[id(p.spec)])
         return done, stats
+
+    @staticmethod
+    def _start_step(lv: _Live, reply: GenResult, calls: ThreadPoolExecutor) -> _Stepping:
+        """Step `lv`'s episode with `reply`: an input turn (a sandbox call) in a thread, the others here."""
+        stepping = _Stepping(lv, reply, lv.episode.hypothesis, lv.episode.observations, Future())
+        if lv.episode.phase is Phase.INPUT:
+            stepping.step = calls.submit(lv.episode.step, reply.text)
+        else:
+            stepping.step.set_result(lv.episode.step(reply.text))
+        return stepping

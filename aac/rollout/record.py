@@ -16,7 +16,7 @@ def _step_dict(step: StepRecord) -> dict:
         "parse_ok": step.parse_ok,
         "parsed": step.parsed, "decision": step.decision, "hypothesis": step.hypothesis, "done": step.done,
         "call": None if call is None else {"output_repr": call.output_repr, "error": call.error,
-                                           "duration_s": round(call.duration_s, 4)},
+                                           "kind": call.kind.value, "duration_s": round(call.duration_s, 4)},
     }
 
 

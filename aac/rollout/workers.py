@@ -11,6 +11,7 @@ record's essentials, the reward and the adapter version; the critic's counters f
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -88,18 +89,21 @@ class RolloutBatch:
 
 
 class _TimedCaller:
-    """The sandbox caller handed to episodes; it adds up the wall time spent in calls."""
+    """The sandbox caller handed to episodes; it adds up the wall time spent in calls (the driver
+    runs calls of different episodes at once, from threads: their times add up)."""
 
     def __init__(self, pool: Any, spread_list: bool):
         self.pool, self.spread_list = pool, spread_list
         self.seconds = 0.0
+        self._lock = threading.Lock()
 
     def __call__(self, source: str, input_str: str, timeout_s: float):
         t0 = time.perf_counter()
         try:
             return self.pool.call(source, input_str, timeout_s=timeout_s, spread_list=self.spread_list)
         finally:
-            self.seconds += time.perf_counter() - t0
+            with self._lock:
+                self.seconds += time.perf_counter() - t0
 
 
 class RolloutWorker:

@@ -25,6 +25,7 @@ import os
 import re
 import resource
 import signal
+import stat
 import struct
 
 MODES = ("namespaces", "userns", "landlock", "rlimits")
@@ -181,9 +182,9 @@ def _pool_root(expose: list[str], uid: int) -> dict:
     """The zygote's view, shared by all its children: a private /tmp and /proc, `expose`
     reachable for `uid`, every other mount read-only (inside the new namespaces, as root)."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    # import paths under /tmp (a checkout or venv there) would vanish under the private tmpfs:
-    # hold them by fd, then bind them back at the same place inside it (read-only below)
-    held = [(path, os.open(path, os.O_PATH)) for path in tmp_import_roots(expose)]
+    # what the worker reads under /tmp (a checkout, venv or interpreter there) would vanish under
+    # the private tmpfs: hold it by fd, then bind it back at the same place inside it (read-only below)
+    held = [(path, os.open(path, os.O_PATH)) for path in _tmp_roots(expose)]
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
     _bind_back(held)
     details: dict = {}
@@ -221,10 +222,14 @@ def _pool_root(expose: list[str], uid: int) -> dict:
     return details
 
 
-def tmp_import_roots(paths: list[str]) -> list[str]:
-    """The outermost folders of `paths` under /tmp (they need binding back into a private /tmp)."""
+def _tmp_roots(paths: list[str]) -> list[str]:
+    """The outermost folders and files (a zip on the import path) of `paths` under /tmp, each as
+    given and with its links resolved (a link into /tmp, or out of it): they need binding back
+    into a private /tmp."""
+    under = {q for p in paths for q in (os.path.abspath(p), os.path.realpath(p))
+             if q.startswith("/tmp/") and os.path.exists(q)}
     roots: list[str] = []
-    for path in sorted(p for p in paths if p.startswith("/tmp/") and os.path.isdir(p)):
+    for path in sorted(under):
         if not any(path.startswith(root + "/") for root in roots):
             roots.append(path)
     return roots
@@ -232,13 +237,17 @@ def tmp_import_roots(paths: list[str]) -> list[str]:
 
 def _bind_back(held: list[tuple[str, int]]) -> None:
     for path, fd in held:
-        os.makedirs(path, mode=0o755, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            open(path, "a").close()
         _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
         os.close(fd)
 
 
 def _child_root(tmp_mb: int, tmp_roots: list[str]) -> dict:
-    """A child's own /tmp (a fresh tmpfs, the import paths under /tmp bound back read-only) and
+    """A child's own /tmp (a fresh tmpfs, the zygote's binds under /tmp bound back read-only) and
     /proc (its PID namespace only), in its own mount namespace; before the uid drop."""
     held = [(path, os.open(path, os.O_PATH)) for path in tmp_roots]  # the zygote's read-only binds
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={tmp_mb}m,mode=1777")
@@ -347,7 +356,9 @@ def cpu_lifetime_s(cpu_s: float) -> int:
 
 def setup_zygote(mode: str, import_paths: list[str]) -> dict:
     """Prepare the zygote's mount namespace (namespace modes; it stays privileged to set up each
-    child); returns details for the report. `import_paths` must stay readable for the children."""
+    child); returns details for the report, whose "tmp_binds" (namespace modes) are the paths under
+    /tmp to keep visible in each child. `import_paths` (what the worker reads: its import path, the
+    interpreter's prefixes) must stay readable for the children."""
     details: dict = {"mode": mode}
     if mode in ("namespaces", "userns"):
         details.update(_pool_root(import_paths, NOBODY if mode == "namespaces" else os.geteuid()))
@@ -386,7 +397,7 @@ def setup_child(mode: str, tmp_dir: str, memory_mb: int, cpu_s: float, tmp_mb: i
     """Isolate the calling (child) process; returns details for the report. After this the
     process cannot create processes or threads. `tmp_dir` is its private writable directory
     (ignored for namespace modes, which use /tmp/work in a fresh tmpfs); `tmp_roots` are the
-    import folders under /tmp to keep visible (`tmp_import_roots`); `scope` is the zygote's
+    zygote's binds under /tmp to keep visible (see `setup_zygote`); `scope` is the zygote's
     `scope_ruleset` (closed here)."""
     was_root = os.geteuid() == 0
     details: dict = {}

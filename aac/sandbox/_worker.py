@@ -167,9 +167,11 @@ class _Server:
         except (ValueError, OSError):  # an earlier call lowered the hard limit
             broken = True
         start = time.perf_counter()
+        kind = "bad_input"  # what an error from here on is (aac.sandbox.result.CallKind's values)
         try:
             args = values.parse_input(msg["input"], spread_list=msg["spread_list"], max_chars=msg["max_chars"],
                                       max_depth=msg["max_depth"])
+            kind = "raised"
             if self.code is None:
                 error = self.load_error
             else:
@@ -198,12 +200,12 @@ class _Server:
                 resp["norm"] = values.normalize(value)
             except BaseException as exc:  # noqa: B036 - a hostile __repr__, MemoryError
                 memory_error = memory_error or isinstance(exc, MemoryError)
-                error = "OutputError: " + format_exception(exc)
+                error, kind = "OutputError: " + format_exception(exc), "bad_output"
             value = None
             if not plain:  # only then did repr/normalize run the value's own methods
                 broken = not self._restore() or broken
         if error is not None:
-            resp = {"id": msg["id"], "dur": duration, "error": error}
+            resp = {"id": msg["id"], "dur": duration, "error": error, "kind": kind}
         retire = None
         if memory_error:
             retire = "memory"
@@ -366,9 +368,9 @@ def _zygote_main(cfg: dict, ctl: int) -> None:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)  # floods of output go nowhere and never block
         os.close(devnull)
-        import_paths = cfg["sys_path"] + [_HERE]  # checked by the parent, which can see them all
+        import_paths = cfg["sys_path"] + [_HERE] + cfg["interpreter"]  # checked by the parent, which sees them all
         details = isolate.setup_zygote(cfg["mode"], import_paths)
-        tmp_roots = isolate.tmp_import_roots(import_paths) if cfg["mode"] in ("namespaces", "userns") else []
+        tmp_roots = details.get("tmp_binds", [])
         for name in cfg["preload"]:
             try:
                 importlib.import_module(name)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from aac.env.instance import Instance
     from aac.env.observation import Observation
     from aac.env.prompts import Wording
-    from aac.sandbox.pool import CallResult
+    from aac.sandbox.result import CallResult
 
 # (source, input literal, timeout_s) -> CallResult: one stateless call in the sandbox
 Caller = Callable[[str, str, float], "CallResult"]

@@ -28,7 +28,7 @@ from aac.env import prompts
 from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
 from aac.env.observation import Observation
 from aac.env.prompts import Wording, _balanced_end, strip_think
-from aac.sandbox.pool import CallResult, error_result
+from aac.sandbox.result import CallKind, CallResult, error_result
 from aac.sandbox.values import InputParseError, parse_literal
 
 if TYPE_CHECKING:
@@ -235,9 +235,6 @@ def step_error(result: Any) -> str | None:
     return None
 
 
-_SANDBOX_FAILURES = ("TimeoutError: call exceeded", "SandboxError:")
-
-
 _EPISODES = itertools.count()
 
 
@@ -256,12 +253,12 @@ class ObjectBox(BlackBox):
     def call(self, query: str, timeout_s: float) -> CallResult:
         name, args = parse_call(query)
         if name not in self.arities:
-            return error_result(f"AttributeError: '{CLASS}' object has no attribute '{name}'", 0.0)
+            return error_result(CallKind.RAISED, f"AttributeError: '{CLASS}' object has no attribute '{name}'", 0.0)
         if name != NEW and not self.history:
-            return error_result(f"RuntimeError: {NO_OBJECT}", 0.0)
+            return error_result(CallKind.RAISED, f"RuntimeError: {NO_OBJECT}", 0.0)
         calls = [(name, args)] if name == NEW else [*self.history, (name, args)]
         result = self.caller(self.source, calls_literal(calls), timeout_s)
-        if (result.error or "").startswith(_SANDBOX_FAILURES):
+        if result.kind.cut_short:
             return result  # cut short: the object stays as it was
         self.history = [] if name == NEW and not result.ok else calls  # a failed new leaves no object
         return result
