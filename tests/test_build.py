@@ -11,12 +11,14 @@ import time
 import pytest
 from conftest import SHARED_SOURCES
 
-from aac.data import build as build_mod
+from aac.data import builtin as builtin_mod
 from aac.data.anonymize import RejectedCode, anonymize, with_validator
-from aac.data.build import BuildConfig, build, builtin_path, split_instances
+from aac.data.builtin import builtin_path
 from aac.data.coverage import CoverageRunner
 from aac.data.inputs import Mutator, code_constants, infer_types, render, same_value, validator_source
+from aac.data.pau import BuildConfig, build, fingerprints
 from aac.data.sources import clean_description, read_tasks
+from aac.data.splits import split_instances
 from aac.datasets import load_instances as load_any
 from aac.env.instance import PAU_COLUMNS, load_instances
 from aac.env.rows import to_row, write_instances
@@ -357,12 +359,12 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
     src = tmp_path / "mine.jsonl"
     write_generic(src)
     monkeypatch.setenv("AAC_HOME", str(tmp_path / "home"))
-    monkeypatch.setitem(build_mod.BUILTINS, "tiny", f"jsonl:{src}")
+    monkeypatch.setitem(builtin_mod.BUILTINS, "tiny", f"jsonl:{src}")
     train = builtin_path("tiny", "train")
     test = builtin_path("tiny", "test")
     assert train == tmp_path / "home" / "data" / "tiny" / "train.jsonl" and test.parent == train.parent
     meta = json.loads((train.parent / "meta.json").read_text())
-    assert meta["build_version"] == build_mod.BUILD_VERSION and meta["rows_kept"] == 3
+    assert meta["build_version"] == builtin_mod.BUILD_VERSION and meta["rows_kept"] == 3
     ids = [i.uid for i in load_instances(train)]
     ids += [i.uid for i in load_any("builtin:tiny", split="test")]
     assert sorted(ids) == ["g/0", "g/2", "g/4"]
@@ -371,7 +373,7 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
     assert not [p for p in train.parent.parent.iterdir() if p.name.startswith(".tiny-")]  # no temp left
     (train.parent / "meta.json").write_text(json.dumps({**meta, "build_version": 0}))  # an older builder's
     assert builtin_path("tiny", "test") == test and train.stat().st_mtime_ns != stamp
-    assert json.loads((train.parent / "meta.json").read_text())["build_version"] == build_mod.BUILD_VERSION
+    assert json.loads((train.parent / "meta.json").read_text())["build_version"] == builtin_mod.BUILD_VERSION
     with pytest.raises(ValueError, match="unknown builtin dataset"):
         builtin_path("nope", "train")
     with pytest.raises(ValueError, match="splits"):
@@ -483,8 +485,8 @@ def test_a_source_split_keeps_test_functions_out_of_train(tmp_path, monkeypatch)
     for name, rows in (("test", test_rows), ("train", train_rows)):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setenv("AAC_SOURCES", str(tmp_path))
-    recipe = build_mod.SourceSplit(train=("jsonl:{sources}/train.jsonl",), test=("jsonl:{sources}/test.jsonl",))
-    splits, summaries = build_mod.build_split(recipe, BuildConfig(workers=1))
+    recipe = builtin_mod.SourceSplit(train=("jsonl:{sources}/train.jsonl",), test=("jsonl:{sources}/test.jsonl",))
+    splits, summaries = builtin_mod.build_split(recipe, BuildConfig(workers=1))
     assert [i.uid for i in splits["test"]] == ["t/0"] and [i.uid for i in splits["train"]] == ["r/1"]
     assert summaries[1].dropped["duplicate function"] == 1
 
@@ -494,9 +496,9 @@ def test_pau_like_train_functions_are_disjoint_from_its_test_functions():
     """By the builder's own fingerprints (normalised sources) over every source of the split."""
     from aac.data.anonymize import fingerprint
 
-    recipe = build_mod.BUILTINS["pau_like"]
+    recipe = builtin_mod.BUILTINS["pau_like"]
     specs = lambda names: [s.format(sources=SHARED_SOURCES) for s in names]  # noqa: E731
-    test = set().union(*(build_mod.fingerprints(s) for s in specs(recipe.test)))
+    test = set().union(*(fingerprints(s) for s in specs(recipe.test)))
     train = [fingerprint(t.code, t.entry_point) for s in specs(recipe.train) for t in read_tasks(s)
              if not isinstance(t, tuple)]
     assert set(train) & test, "the raw sources share functions: the split must drop them"

@@ -13,7 +13,7 @@ import pytest
 from aac.critic.judgment import Judgment
 from aac.critic.prompts import critic_messages
 from aac.data import library
-from aac.data.build import unreproduced
+from aac.data.examples import unreproduced
 from aac.datasets import load_instances
 from aac.env.domains import get_domain
 from aac.env.prompts import in_context_prompt
@@ -139,7 +139,7 @@ def library_label_in(text: str) -> bool:
 
 @pytest.mark.slow
 def test_builtin_library_has_150_rows_split_train_test_all_reproducing(tmp_path):
-    from aac.data.build import builtin_path
+    from aac.data.builtin import builtin_path
 
     train = load_instances("builtin:library", split="train", domain="library", on_bad_row="raise")
     test = load_instances("builtin:library", split="test", domain="library", on_bad_row="raise")
