@@ -81,6 +81,82 @@ def test_find_no_original_name_or_docstring_after_anonymising():
     assert [len(c.args) for c in self_calls] == [2] and ast.unparse(self_calls[0].args[1]) == "2"
 
 
+# a LeetCode-style module: the usual preamble of node classes and converters, none of which the
+# entry uses, and the helpers it does use: `shrink` only through another helper (`biggest`), `wrap`
+# only through a method of a class the entry uses
+PREAMBLE = """
+import heapq
+from collections import Counter, deque
+
+MOD = 10 ** 9 + 7
+LIMIT = 3
+
+
+class ListNode:
+    def __init__(self, val=0, next=None):
+        self.val = val
+        self.next = next
+
+
+class TreeNode:
+    def __init__(self, val=0, left=None, right=None):
+        self.val, self.left, self.right = val, left, right
+
+
+def build_list(values):
+    head = tail = ListNode()
+    for v in values:
+        tail.next = ListNode(v)
+        tail = tail.next
+    return head.next
+
+
+def tree_height(root):
+    if root is None:
+        return 0
+    return 1 + max(tree_height(root.left), tree_height(root.right))
+
+
+def wrap(x):
+    return x % MOD if x >= 0 else -(-x % MOD)
+
+
+def shrink(x):
+    return x - 1 if x > 10 else x
+
+
+def biggest(xs, k):
+    return heapq.nlargest(k, [shrink(x) for x in xs])
+
+
+class Scorer:
+    def score(self, x):
+        return wrap(x * 2)
+
+
+def top_scores(nums, k):
+    if not nums:
+        return []
+    scorer = Scorer()
+    return [scorer.score(x) for x in biggest(nums, k)]
+"""
+
+
+def test_only_the_code_the_entry_reaches_is_kept(sandbox):
+    anon = anonymize(PREAMBLE, "top_scores")
+    names = identifiers(anon.source)
+    assert not names & {"ListNode", "TreeNode", "build_list", "tree_height", "Counter", "deque", "LIMIT"}
+    assert {"heapq", "MOD", "Scorer", "score"} <= names
+    assert "class TreeNode" in anon.unreached and "def tree_height" in anon.unreached and "wrap" not in anon.unreached
+    # wrap, shrink and biggest, numbered densely: the dropped helpers took no number
+    assert {n for n in names if n.startswith("helper")} == {"helper0", "helper1", "helper2"}
+    namespace: dict = {}
+    exec(PREAMBLE, namespace)  # the test's own source: trusted
+    for args in ([5, 20, 3], 2), ([-4, 11], 1):
+        code = with_validator(anon, validator_source(infer_types([args])))
+        assert sandbox.call(code, repr(args)).output == namespace["top_scores"](*args)
+
+
 def test_anonymised_code_still_computes_the_same(sandbox):
     anon = anonymize(SOURCE, "count_words")
     code = with_validator(anon, validator_source(infer_types([("ab cd", 2)])))
@@ -345,6 +421,17 @@ def test_generic_jsonl_source(tmp_path, sandbox):
     assert [to_row(i) for i in again] == [to_row(i) for i in instances]  # seeded: the same rows
     other, _ = build(f"jsonl:{src}", cfg=BuildConfig(seed=1))
     assert [i.test_examples for i in other] != [i.test_examples for i in instances]
+
+
+def test_built_rows_leave_unreached_helpers_out_of_code_and_coverage(tmp_path):
+    src = tmp_path / "leetcode_style.jsonl"
+    src.write_text(json.dumps({"task_id": "l/0", "code": PREAMBLE, "entry_point": "top_scores",
+                               "inputs": ["([5, 20, 3], 2)", "([-4, 11], 1)", "([], 3)"]}) + "\n")
+    (row,), summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1))
+    assert "ListNode" not in row.code and "TreeNode" not in row.code and "Scorer" in row.code
+    # the dropped helpers' branches (the loop of build_list, the test of tree_height) are no arcs to
+    # miss: kept, they made it 2 of 6 arcs (0.33)
+    assert summary.coverages == [1.0]
 
 
 def test_cli_reports_bad_sources_in_one_line(run_module, tmp_path):

@@ -27,8 +27,8 @@ from aac.models import aac_home
 
 log = logging.getLogger(__name__)
 # bump when what a builder writes changes (the PAU builder, or what every builder shares: anonymize,
-# examples, inputs, coverage): every cached builtin set is rebuilt
-BUILD_VERSION = 5
+# callgraph, examples, inputs, coverage): every cached builtin set is rebuilt
+BUILD_VERSION = 6
 
 
 @dataclass(frozen=True)

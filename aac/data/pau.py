@@ -1,13 +1,14 @@
 """The PAU builder: source functions -> PAU rows, without an LLM (the CLI: `python -m aac.data.build`).
 
 Per source row: drop code importing os/sys/subprocess/shutil/socket/requests (or using eval/exec/
-open/...); strip docstrings, annotations and the entry's defaults; rename the entry to `test_func`,
-its parameters to `arg0..` and every other function to `helper0..` (no original name or docstring
-survives); infer `validate_input_args` from the types of the source's own test inputs; run the
-source's test inputs and seeded type-aware mutations of them in the sandbox; keep the inputs that
-raise branch coverage (coverage.py, branch=True, on the anonymised function, in an isolated child)
-or give new outputs; pick 2 context examples with distinct outputs; keep rows with >= 4 test
-examples that reproduce on a second sandbox run. Descriptions: HumanEval's docstring without its examples, MBPP's task text;
+open/...); strip docstrings, annotations and the entry's defaults; keep only the top-level code the
+entry reaches (aac/data/callgraph.py); rename the entry to `test_func`, its parameters to `arg0..`
+and every other function to `helper0..` (no original name or docstring survives); infer
+`validate_input_args` from the types of the source's own test inputs; run the source's test inputs
+and seeded type-aware mutations of them in the sandbox; keep the inputs that raise branch coverage
+(coverage.py, branch=True, on the anonymised function, in an isolated child) or give new outputs;
+pick 2 context examples with distinct outputs; keep rows with >= 4 test examples that reproduce on
+a second sandbox run. Descriptions: HumanEval's docstring without its examples, MBPP's task text;
 CRUXEval has none, so its rows carry an empty description (code-match works, a judge score needs a
 description from elsewhere). Outputs are stored as normalised JSON values when they have one, else
 as their repr string (as the published rows are).

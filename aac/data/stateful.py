@@ -10,7 +10,8 @@ the gold description as its docstring (method names in braces, `{push}`), import
 a few call sequences `[("new", (3,)), ("push", (1,)), ...]`.
 
 Per class: anonymise it (the class becomes `Obj`, its public methods `m0..mK` in a seeded order, their
-parameters `arg0..` rebound to the original names, docstrings dropped); run the seed sequences and
+parameters `arg0..` rebound to the original names, docstrings dropped, only the module code the class
+reaches kept: aac/data/callgraph.py); run the seed sequences and
 seeded type-aware variants of them (inputs.Mutator on each call's arguments; steps inserted, dropped,
 swapped, repeated) in the sandbox through the domain's record harness, which returns every step's
 result; keep a sequence when it reaches branch arcs of the class (coverage.py, branch=True, class lines
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from aac.data.callgraph import keep_reachable
 from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
 from aac.data.examples import unreproduced
 from aac.data.inputs import Mutator, code_constants, render
@@ -138,7 +140,8 @@ def anonymize_class(path: Path, seed: int = 0) -> AnonClass:
             node.id = CLASS
     cls.name = CLASS
     cls.body = _drop_docstring(cls.body)
-    tree.body = [n for n in tree.body[1:] if n is not seeds_node]  # without the docstring and SEEDS
+    # without the docstring and SEEDS, and only the module code the class reaches (aac.data.callgraph)
+    tree.body = keep_reachable([n for n in tree.body[1:] if n is not seeds_node], {CLASS})
     seeds = []
     for sequence in ast.literal_eval(seeds_node.value):
         calls = [(NEW if name == NEW else names[name], tuple(args)) for name, args in sequence]
