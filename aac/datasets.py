@@ -19,7 +19,7 @@ def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit
     from aac.env.domains import get_domain
 
     if isinstance(spec, str) and spec.startswith("builtin:"):
-        from aac.data.build import builtin_path
+        from aac.data.builtin import builtin_path
 
         spec = builtin_path(spec.removeprefix("builtin:"), split)
     d = get_domain(domain)

@@ -25,7 +25,8 @@ EMBEDDED_DATASETS = ("humaneval", "stateful", "library")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from aac.data.build import BUILTINS, SPLITS, builtin_path
+    from aac.data.builtin import BUILTINS, builtin_path
+    from aac.data.splits import SPLITS
 
     p = argparse.ArgumentParser(prog="python -m aac.prepare", description=__doc__.split("\n\n")[0])
     p.add_argument("datasets", nargs="*", help=f"builtin sets to build (of: {', '.join(BUILTINS)})")

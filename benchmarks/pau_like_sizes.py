@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from aac.data.anonymize import fingerprint
-from aac.data.build import BUILTINS
+from aac.data.builtin import BUILTINS
 from aac.data.sources import RawTask, read_tasks, shared_sources
 from aac.env.instance import load_instances
 

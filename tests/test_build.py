@@ -11,12 +11,14 @@ import time
 import pytest
 from conftest import SHARED_SOURCES
 
-from aac.data import build as build_mod
+from aac.data import builtin as builtin_mod
 from aac.data.anonymize import RejectedCode, anonymize, with_validator
-from aac.data.build import BuildConfig, build, builtin_path, split_instances
+from aac.data.builtin import builtin_path
 from aac.data.coverage import CoverageRunner
 from aac.data.inputs import Mutator, code_constants, infer_types, render, same_value, validator_source
+from aac.data.pau import BuildConfig, build, fingerprints
 from aac.data.sources import clean_description, read_tasks
+from aac.data.splits import split_instances
 from aac.datasets import load_instances as load_any
 from aac.env.instance import PAU_COLUMNS, load_instances
 from aac.env.rows import to_row, write_instances
@@ -77,6 +79,82 @@ def test_find_no_original_name_or_docstring_after_anonymising():
     self_calls = [n for n in ast.walk(entry)
                   if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "test_func"]
     assert [len(c.args) for c in self_calls] == [2] and ast.unparse(self_calls[0].args[1]) == "2"
+
+
+# a LeetCode-style module: the usual preamble of node classes and converters, none of which the
+# entry uses, and the helpers it does use: `shrink` only through another helper (`biggest`), `wrap`
+# only through a method of a class the entry uses
+PREAMBLE = """
+import heapq
+from collections import Counter, deque
+
+MOD = 10 ** 9 + 7
+LIMIT = 3
+
+
+class ListNode:
+    def __init__(self, val=0, next=None):
+        self.val = val
+        self.next = next
+
+
+class TreeNode:
+    def __init__(self, val=0, left=None, right=None):
+        self.val, self.left, self.right = val, left, right
+
+
+def build_list(values):
+    head = tail = ListNode()
+    for v in values:
+        tail.next = ListNode(v)
+        tail = tail.next
+    return head.next
+
+
+def tree_height(root):
+    if root is None:
+        return 0
+    return 1 + max(tree_height(root.left), tree_height(root.right))
+
+
+def wrap(x):
+    return x % MOD if x >= 0 else -(-x % MOD)
+
+
+def shrink(x):
+    return x - 1 if x > 10 else x
+
+
+def biggest(xs, k):
+    return heapq.nlargest(k, [shrink(x) for x in xs])
+
+
+class Scorer:
+    def score(self, x):
+        return wrap(x * 2)
+
+
+def top_scores(nums, k):
+    if not nums:
+        return []
+    scorer = Scorer()
+    return [scorer.score(x) for x in biggest(nums, k)]
+"""
+
+
+def test_only_the_code_the_entry_reaches_is_kept(sandbox):
+    anon = anonymize(PREAMBLE, "top_scores")
+    names = identifiers(anon.source)
+    assert not names & {"ListNode", "TreeNode", "build_list", "tree_height", "Counter", "deque", "LIMIT"}
+    assert {"heapq", "MOD", "Scorer", "score"} <= names
+    assert "class TreeNode" in anon.unreached and "def tree_height" in anon.unreached and "wrap" not in anon.unreached
+    # wrap, shrink and biggest, numbered densely: the dropped helpers took no number
+    assert {n for n in names if n.startswith("helper")} == {"helper0", "helper1", "helper2"}
+    namespace: dict = {}
+    exec(PREAMBLE, namespace)  # the test's own source: trusted
+    for args in ([5, 20, 3], 2), ([-4, 11], 1):
+        code = with_validator(anon, validator_source(infer_types([args])))
+        assert sandbox.call(code, repr(args)).output == namespace["top_scores"](*args)
 
 
 def test_anonymised_code_still_computes_the_same(sandbox):
@@ -345,6 +423,17 @@ def test_generic_jsonl_source(tmp_path, sandbox):
     assert [i.test_examples for i in other] != [i.test_examples for i in instances]
 
 
+def test_built_rows_leave_unreached_helpers_out_of_code_and_coverage(tmp_path):
+    src = tmp_path / "leetcode_style.jsonl"
+    src.write_text(json.dumps({"task_id": "l/0", "code": PREAMBLE, "entry_point": "top_scores",
+                               "inputs": ["([5, 20, 3], 2)", "([-4, 11], 1)", "([], 3)"]}) + "\n")
+    (row,), summary = build(f"jsonl:{src}", cfg=BuildConfig(workers=1))
+    assert "ListNode" not in row.code and "TreeNode" not in row.code and "Scorer" in row.code
+    # the dropped helpers' branches (the loop of build_list, the test of tree_height) are no arcs to
+    # miss: kept, they made it 2 of 6 arcs (0.33)
+    assert summary.coverages == [1.0]
+
+
 def test_cli_reports_bad_sources_in_one_line(run_module, tmp_path):
     proc = run_module("aac.data.build", "--source", "nope:x", "--out", str(tmp_path / "o.jsonl"))
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error: unknown source 'nope'")
@@ -357,12 +446,12 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
     src = tmp_path / "mine.jsonl"
     write_generic(src)
     monkeypatch.setenv("AAC_HOME", str(tmp_path / "home"))
-    monkeypatch.setitem(build_mod.BUILTINS, "tiny", f"jsonl:{src}")
+    monkeypatch.setitem(builtin_mod.BUILTINS, "tiny", f"jsonl:{src}")
     train = builtin_path("tiny", "train")
     test = builtin_path("tiny", "test")
     assert train == tmp_path / "home" / "data" / "tiny" / "train.jsonl" and test.parent == train.parent
     meta = json.loads((train.parent / "meta.json").read_text())
-    assert meta["build_version"] == build_mod.BUILD_VERSION and meta["rows_kept"] == 3
+    assert meta["build_version"] == builtin_mod.BUILD_VERSION and meta["rows_kept"] == 3
     ids = [i.uid for i in load_instances(train)]
     ids += [i.uid for i in load_any("builtin:tiny", split="test")]
     assert sorted(ids) == ["g/0", "g/2", "g/4"]
@@ -371,7 +460,7 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
     assert not [p for p in train.parent.parent.iterdir() if p.name.startswith(".tiny-")]  # no temp left
     (train.parent / "meta.json").write_text(json.dumps({**meta, "build_version": 0}))  # an older builder's
     assert builtin_path("tiny", "test") == test and train.stat().st_mtime_ns != stamp
-    assert json.loads((train.parent / "meta.json").read_text())["build_version"] == build_mod.BUILD_VERSION
+    assert json.loads((train.parent / "meta.json").read_text())["build_version"] == builtin_mod.BUILD_VERSION
     with pytest.raises(ValueError, match="unknown builtin dataset"):
         builtin_path("nope", "train")
     with pytest.raises(ValueError, match="splits"):
@@ -483,8 +572,8 @@ def test_a_source_split_keeps_test_functions_out_of_train(tmp_path, monkeypatch)
     for name, rows in (("test", test_rows), ("train", train_rows)):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setenv("AAC_SOURCES", str(tmp_path))
-    recipe = build_mod.SourceSplit(train=("jsonl:{sources}/train.jsonl",), test=("jsonl:{sources}/test.jsonl",))
-    splits, summaries = build_mod.build_split(recipe, BuildConfig(workers=1))
+    recipe = builtin_mod.SourceSplit(train=("jsonl:{sources}/train.jsonl",), test=("jsonl:{sources}/test.jsonl",))
+    splits, summaries = builtin_mod.build_split(recipe, BuildConfig(workers=1))
     assert [i.uid for i in splits["test"]] == ["t/0"] and [i.uid for i in splits["train"]] == ["r/1"]
     assert summaries[1].dropped["duplicate function"] == 1
 
@@ -494,9 +583,9 @@ def test_pau_like_train_functions_are_disjoint_from_its_test_functions():
     """By the builder's own fingerprints (normalised sources) over every source of the split."""
     from aac.data.anonymize import fingerprint
 
-    recipe = build_mod.BUILTINS["pau_like"]
+    recipe = builtin_mod.BUILTINS["pau_like"]
     specs = lambda names: [s.format(sources=SHARED_SOURCES) for s in names]  # noqa: E731
-    test = set().union(*(build_mod.fingerprints(s) for s in specs(recipe.test)))
+    test = set().union(*(fingerprints(s) for s in specs(recipe.test)))
     train = [fingerprint(t.code, t.entry_point) for s in specs(recipe.train) for t in read_tasks(s)
              if not isinstance(t, tuple)]
     assert set(train) & test, "the raw sources share functions: the split must drop them"

@@ -196,14 +196,14 @@ def test_many_bad_rows_end_with_one_count(tmp_path):
 def test_builtin_spec_asks_the_builder(tmp_path, monkeypatch):
     write_instances(tmp_path / "demo" / "test.jsonl", [make_instance("b/0")])
     asked = []
-    fake = types.ModuleType("aac.data.build")  # the builder is another module's job: a stand-in here
+    fake = types.ModuleType("aac.data.builtin")  # the builder is another module's job: a stand-in here
 
     def builtin_path(name, split):
         asked.append((name, split))
         return tmp_path / name / f"{split}.jsonl"
 
     fake.builtin_path = builtin_path
-    monkeypatch.setitem(sys.modules, "aac.data.build", fake)
+    monkeypatch.setitem(sys.modules, "aac.data.builtin", fake)
     from aac.datasets import load_instances as load_any
 
     assert [i.uid for i in load_any("builtin:demo", split="test")] == ["b/0"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import random
@@ -13,7 +14,8 @@ import pytest
 from aac.critic.judgment import Judgment
 from aac.critic.prompts import critic_messages
 from aac.data import library
-from aac.data.build import unreproduced
+from aac.data.callgraph import keep_reachable
+from aac.data.examples import unreproduced
 from aac.datasets import load_instances
 from aac.env.domains import get_domain
 from aac.env.prompts import in_context_prompt
@@ -51,6 +53,11 @@ def test_the_gold_description_is_the_first_paragraph_of_the_real_docstring():
 
     assert library.doc_paragraph(numpy.add, "add") == "Add arguments element-wise."  # the signature line skipped
     assert library.doc_paragraph(numpy.cumsum, "cumsum") == "Return the cumulative sum of the elements along a given axis."
+
+
+def test_the_wrapper_holds_no_code_its_entry_does_not_reach():
+    body = ast.parse(library.wrapper_source("math.comb", 2)).body
+    assert keep_reachable(list(body), {"test_func"}) == body  # the callgraph pruning has nothing to drop
 
 
 def test_the_wrapper_makes_outputs_literal_keeps_the_dtype_and_hides_the_name_in_errors():
@@ -139,7 +146,7 @@ def library_label_in(text: str) -> bool:
 
 @pytest.mark.slow
 def test_builtin_library_has_150_rows_split_train_test_all_reproducing(tmp_path):
-    from aac.data.build import builtin_path
+    from aac.data.builtin import builtin_path
 
     train = load_instances("builtin:library", split="train", domain="library", on_bad_row="raise")
     test = load_instances("builtin:library", split="test", domain="library", on_bad_row="raise")

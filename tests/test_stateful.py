@@ -249,6 +249,49 @@ def test_code_match_scores_the_gold_class_1_and_a_wrong_class_less(built, pool):
     assert m.score == 1.0 and inst.header in seen[0][-1]["content"] and "class named Obj" in seen[0][-1]["content"]
 
 
+TALLY = """\"\"\"A tally: new(start); {bump}(x) adds the floor of x plus one and returns the total.\"\"\"
+import heapq
+import math
+
+
+def unused(xs):
+    return heapq.heappop(xs) if xs else None
+
+
+def floor_of(x):
+    return math.floor(x)
+
+
+def step(x):
+    return floor_of(x) + 1
+
+
+class Tally:
+    def __init__(self, start):
+        self.n = start
+
+    def bump(self, x):
+        self.n += step(x)
+        return self.n
+
+
+SEEDS = [[("new", (0,)), ("bump", (1.5,)), ("bump", (2,))]]
+"""
+
+
+def test_a_class_keeps_the_module_code_its_methods_reach(tmp_path, pool):
+    path = tmp_path / "tally.py"
+    path.write_text(TALLY)
+    anon = anonymize_class(path)
+    # step only through the class's method, floor_of only through step, math only through floor_of
+    for kept in ("import math", "def floor_of", "def step", "class Obj"):
+        assert kept in anon.code
+    assert "unused" not in anon.code and "heapq" not in anon.code
+    box = DOMAIN.open(_instance(anon.code, anon.header), sandbox_caller(pool))
+    box.call("new(0)", 2.0)
+    assert box.call("m0(1.5)", 2.0).output == 2 and box.call("m0(2)", 2.0).output == 5
+
+
 def test_prompts_and_config_of_the_domain():
     from aac.config import ConfigError, compose
 

@@ -3,7 +3,8 @@
 `anonymize(code, entry_point)` drops code that imports unsafe modules, strips docstrings,
 annotations and the entry's defaults, renames the entry to `test_func`, its parameters to
 `arg0..argN`, and every other function to `helper0..`, so that no original name or docstring
-survives. `with_validator` then puts the inferred input validator in front and calls it first.
+survives; it keeps only the top-level code the entry reaches (`aac.data.callgraph`: unused helpers,
+classes, imports and constants go). `with_validator` then puts the inferred input validator in front and calls it first.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import copy
 import inspect
 import warnings
 from dataclasses import dataclass, field
+
+from aac.data.callgraph import keep_reachable
 
 UNSAFE_MODULES = frozenset({"os", "sys", "subprocess", "shutil", "socket", "requests"})
 # builtins that reach the file system, the interpreter or the terminal: a row using them is dropped
@@ -37,6 +40,7 @@ class Anonymized:
     defaults: dict[int, ast.expr] = field(default_factory=dict)  # position -> original default
     annotations: tuple[str | None, ...] = ()  # original annotations, a hint for seed inputs
     docstring: str | None = None  # the entry's original docstring (a description when the source has none)
+    unreached: str = ""  # the top-level code dropped as unreached from the entry (original names: never stored)
 
     @property
     def arity(self) -> int:
@@ -83,6 +87,11 @@ def anonymize(code: str, entry_point: str) -> Anonymized:
     _fill_empty_bodies(tree)
     _fill_self_calls(entry, entry_point, params, defaults)
     a.posonlyargs, a.args, a.defaults = [], positional, []
+    # only the code the entry reaches stays (before renaming: helpers are numbered densely)
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    body = [s for s in tree.body if s is not entry and not _is_dropped_toplevel(s, defined)]
+    tree.body = keep_reachable(body + [entry], {entry_point})
+    unreached = [s for s in body if s not in tree.body and not isinstance(s, ast.Import | ast.ImportFrom)]
 
     methods = {id(s) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for s in c.body}
     functions = [n.name for n in ast.walk(tree)
@@ -96,13 +105,9 @@ def anonymize(code: str, entry_point: str) -> Anonymized:
         raise RejectedCode("name clash", ", ".join(sorted(clash)))
     _Rename(fn_map).visit(tree)
     _Rename(arg_map).visit(entry)
-
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    body = [s for s in tree.body if s is not entry and not _is_dropped_toplevel(s, defined)]
-    tree.body = _drop_unused(body + [entry])
     ast.fix_missing_locations(tree)
-    return Anonymized(source=ast.unparse(tree), params=params, defaults=defaults,
-                      annotations=annotations, docstring=docstring)
+    return Anonymized(source=ast.unparse(tree), params=params, defaults=defaults, annotations=annotations,
+                      docstring=docstring, unreached=ast.unparse(ast.Module(body=unreached, type_ignores=[])))
 
 
 def fingerprint(code: str, entry_point: str) -> str | None:
@@ -278,23 +283,3 @@ def _is_dropped_toplevel(stmt: ast.stmt, defined: set[str]) -> bool:
         return False
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in defined
                for n in ast.walk(stmt))
-
-
-def _drop_unused(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Annotations are gone, so `from typing import List` and the like are dead weight; so is a
-    top-level constant nothing reads (HumanEval keeps notes to the author in such constants)."""
-    module = ast.Module(body=body, type_ignores=[])
-    used = {n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    used |= {name for n in ast.walk(module) if isinstance(n, ast.Global) for name in n.names}
-    out = []
-    for stmt in body:
-        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and t.id not in used
-                                                for t in stmt.targets):
-            continue
-        if isinstance(stmt, ast.Import | ast.ImportFrom):
-            stmt.names = [a for a in stmt.names
-                          if a.name == "*" or (a.asname or a.name).split(".")[0] in used]
-            if not stmt.names:
-                continue
-        out.append(stmt)
-    return out

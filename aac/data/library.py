@@ -21,7 +21,7 @@ process only introspects them (signature, docstring), never calls them. Per func
 - rows: 2 context examples with distinct outputs, 4..10 test examples (the distinct outputs first);
   a row is dropped (counted by reason) when a call prints, no fast call gives a literal output, the
   real name shows in an example, or its examples do not reproduce in a fresh sandbox.
-`build_splits()` is `builtin:library` (aac/data/build.py BUILTINS): a seeded 80/20 split by function.
+`build_splits()` is `builtin:library` (aac/data/builtin.py BUILTINS): a seeded 80/20 split by function.
 """
 
 from __future__ import annotations
@@ -36,17 +36,18 @@ import json
 import platform
 import random
 import re
-import statistics
 import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from aac.data.build import Example, _stored_output, _two_distinct, split_instances, unreproduced
+from aac.data.examples import Example, stored_output, two_distinct, unreproduced
 from aac.data.inputs import Mutator, render
 from aac.data.search import probe_calls
+from aac.data.splits import split_instances
+from aac.data.summary import BuildSummary, mean
 from aac.env.domains import pool_preload
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
@@ -387,7 +388,7 @@ class _FunctionBuilder:
                         behaviours.add(f"error:{kind}")
                         novel.append(args)
                     continue
-                stored = _stored_output(res, cfg.max_output_chars)
+                stored = stored_output(res, cfg.max_output_chars)
                 if (res.output is None and res.output_repr != "None") or stored is None:
                     not_literal += 1
                     continue
@@ -440,7 +441,7 @@ class _FunctionBuilder:
     def _select(self, pool: list[Example]) -> tuple[list[Example], list[Example]] | str:
         """Context: 2 distinct outputs, docstring calls first; tests: one example per distinct output
         (in discovery order), then others, up to max_tests."""
-        context = _two_distinct(sorted(pool, key=lambda e: not e.seed))
+        context = two_distinct(sorted(pool, key=lambda e: not e.seed))
         if len(context) < 2:
             return "no 2 distinct outputs"
         rest = [e for e in pool if e not in context]
@@ -459,46 +460,42 @@ class _FunctionBuilder:
 # ---------------------------------------------------------------- the whole set
 
 @dataclass
-class LibrarySummary:
-    candidates: int = 0
-    rows_kept: int = 0
-    dropped: Counter = field(default_factory=Counter)
+class LibrarySummary(BuildSummary):
+    """The functions' summary (no branch coverage: most are C code), with the rows per module, the
+    rows seeded by their docstring, and per row the distinct outputs and error types the build reached."""
+
+    source: str = DOMAIN
     kept_by_module: Counter = field(default_factory=Counter)
     rows_with_doctest_seeds: int = 0
-    test_examples: list[int] = field(default_factory=list)
     distinct_test_outputs: list[int] = field(default_factory=list)  # per row
     outputs_found: list[int] = field(default_factory=list)  # distinct outputs the build reached, per row
     error_types: list[int] = field(default_factory=list)  # distinct error types the build reached, per row
     leaked_calls: int = 0
-    seconds: float = 0.0
 
-    def as_dict(self) -> dict:
-        def mean(xs: list[int]) -> float | None:
-            return round(statistics.fmean(xs), 2) if xs else None
+    unit: ClassVar[str] = "candidate functions"
+    measures_coverage: ClassVar[bool] = False
+
+    def details(self) -> dict:
+        def rounded(xs: list[float]) -> float | None:
+            return None if not xs else round(mean(xs), 2)
 
         shown = [min(d / min(f, 10), 1.0) for d, f in zip(self.distinct_test_outputs, self.outputs_found) if f]
-        return {"candidates": self.candidates, "rows_kept": self.rows_kept,
-                "dropped": dict(self.dropped.most_common()), "kept_by_module": dict(self.kept_by_module.most_common()),
+        return {"kept_by_module": dict(self.kept_by_module.most_common()),
                 "rows_with_doctest_seeds": self.rows_with_doctest_seeds,
-                "mean_test_examples": mean(self.test_examples),
-                "mean_distinct_test_outputs": mean(self.distinct_test_outputs),
-                "mean_share_of_found_outputs_in_tests": mean(shown),
-                "mean_error_types_reached": mean(self.error_types),
+                "mean_distinct_test_outputs": rounded(self.distinct_test_outputs),
+                "mean_share_of_found_outputs_in_tests": rounded(shown),
+                "mean_error_types_reached": rounded(self.error_types),
                 "rows_with_error_behaviour": sum(n > 0 for n in self.error_types),
-                "calls_dropped_for_showing_the_name": self.leaked_calls, "seconds": round(self.seconds, 1)}
+                "calls_dropped_for_showing_the_name": self.leaked_calls}
 
-    def text(self) -> str:
-        d = self.as_dict()
-        lines = [f"library: {d['candidates']} candidate functions, {d['rows_kept']} rows kept ({d['seconds']} s)",
-                 "  kept by module: " + ", ".join(f"{m} {n}" for m, n in d["kept_by_module"].items()),
-                 f"  rows seeded by their docstring's examples: {d['rows_with_doctest_seeds']}",
-                 f"  test examples per row: {d['mean_test_examples']}, distinct outputs among them: "
-                 f"{d['mean_distinct_test_outputs']} (share of the outputs the build found, up to 10: "
-                 f"{d['mean_share_of_found_outputs_in_tests']})",
-                 f"  error types reached per row: {d['mean_error_types_reached']} "
-                 f"({d['rows_with_error_behaviour']} rows raise for some input)"]
-        lines += [f"  dropped {n:4d}: {reason}" for reason, n in d["dropped"].items()]
-        return "\n".join(lines)
+    def detail_lines(self) -> list[str]:
+        d = self.details()
+        return ["  kept by module: " + ", ".join(f"{m} {n}" for m, n in d["kept_by_module"].items()),
+                f"  rows seeded by their docstring's examples: {d['rows_with_doctest_seeds']}",
+                f"  distinct outputs among a row's test examples: {d['mean_distinct_test_outputs']} (share of the "
+                f"outputs the build found, up to 10: {d['mean_share_of_found_outputs_in_tests']})",
+                f"  error types reached per row: {d['mean_error_types_reached']} "
+                f"({d['rows_with_error_behaviour']} rows raise for some input)"]
 
 
 def build(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None) -> tuple[list[Instance], LibrarySummary]:
@@ -506,7 +503,7 @@ def build(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None) -> tup
     start, summary = time.monotonic(), LibrarySummary()
     cands = [c for c in candidates(cfg.modules, summary.dropped, cfg.max_description_chars)
              if not cfg.only or c.qualname in cfg.only][:limit]
-    summary.candidates = len(cands) + sum(summary.dropped.values())
+    summary.rows_in = len(cands) + sum(summary.dropped.values())
     with SandboxPool(workers=cfg.workers, preload=PRELOAD) as pool:
         builder = _FunctionBuilder(pool, cfg)
         rows = [builder.run(c) for c in cands]
@@ -522,13 +519,12 @@ def build(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None) -> tup
             continue
         inst = row.instance
         instances.append(inst)
+        summary.keep(inst)
         summary.kept_by_module[row.qualname.rsplit(".", 1)[0]] += 1
         summary.rows_with_doctest_seeds += row.seeds_from_doc > 0
-        summary.test_examples.append(len(inst.test_examples))
         summary.distinct_test_outputs.append(len({canonical_json(o) for _, o in inst.test_examples}))
         summary.outputs_found.append(row.outputs_found)
         summary.error_types.append(row.error_types)
-    summary.rows_kept = len(instances)
     summary.seconds = time.monotonic() - start
     return instances, summary
 

@@ -10,7 +10,8 @@ the gold description as its docstring (method names in braces, `{push}`), import
 a few call sequences `[("new", (3,)), ("push", (1,)), ...]`.
 
 Per class: anonymise it (the class becomes `Obj`, its public methods `m0..mK` in a seeded order, their
-parameters `arg0..` rebound to the original names, docstrings dropped); run the seed sequences and
+parameters `arg0..` rebound to the original names, docstrings dropped, only the module code the class
+reaches kept: aac/data/callgraph.py); run the seed sequences and
 seeded type-aware variants of them (inputs.Mutator on each call's arguments; steps inserted, dropped,
 swapped, repeated) in the sandbox through the domain's record harness, which returns every step's
 result; keep a sequence when it reaches branch arcs of the class (coverage.py, branch=True, class lines
@@ -27,18 +28,20 @@ import ast
 import json
 import logging
 import random
-import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from aac.data.build import TEST_FRACTION, split_instances, unreproduced
+from aac.data.callgraph import keep_reachable
 from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
+from aac.data.examples import unreproduced
 from aac.data.inputs import Mutator, code_constants, render
+from aac.data.splits import TEST_FRACTION, split_instances
+from aac.data.summary import BuildSummary, mean
 from aac.env.domains.stateful import (
     CLASS,
     NEW,
@@ -137,7 +140,8 @@ def anonymize_class(path: Path, seed: int = 0) -> AnonClass:
             node.id = CLASS
     cls.name = CLASS
     cls.body = _drop_docstring(cls.body)
-    tree.body = [n for n in tree.body[1:] if n is not seeds_node]  # without the docstring and SEEDS
+    # without the docstring and SEEDS, and only the module code the class reaches (aac.data.callgraph)
+    tree.body = keep_reachable([n for n in tree.body[1:] if n is not seeds_node], {CLASS})
     seeds = []
     for sequence in ast.literal_eval(seeds_node.value):
         calls = [(NEW if name == NEW else names[name], tuple(args)) for name, args in sequence]
@@ -354,40 +358,26 @@ def _select(kept: list[Calls], branch: frozenset[Arc], covered: set[Arc],
 
 
 @dataclass
-class StatefulSummary:
-    rows_in: int = 0
-    rows_kept: int = 0
-    dropped: Counter = field(default_factory=Counter)  # classes, by reason
+class StatefulSummary(BuildSummary):
+    """The classes' summary (a test example is a call sequence), with the sequences tried, kept and
+    dropped by reason, and the steps of each row's test sequences."""
+
+    source: str = "stateful"
     sequences_tried: int = 0
     sequences_kept: int = 0
     sequences_dropped: Counter = field(default_factory=Counter)
-    coverages: list[float] = field(default_factory=list)
-    test_sequences: list[int] = field(default_factory=list)
-    test_steps: list[int] = field(default_factory=list)
-    seconds: float = 0.0
+    test_steps: list[int] = field(default_factory=list)  # per kept row
 
-    def as_dict(self) -> dict:
-        cov = self.coverages
-        return {"source": "stateful", "rows_in": self.rows_in, "rows_kept": self.rows_kept,
-                "dropped": dict(self.dropped.most_common()), "sequences_tried": self.sequences_tried,
-                "sequences_kept": self.sequences_kept, "sequences_dropped": dict(self.sequences_dropped.most_common()),
-                "mean_branch_coverage": statistics.fmean(cov) if cov else None,
-                "rows_at_full_coverage": sum(c >= 1.0 for c in cov), "rows_at_90pct_coverage": sum(c >= 0.9 for c in cov),
-                "mean_test_sequences": statistics.fmean(self.test_sequences) if self.test_sequences else None,
-                "mean_test_steps": statistics.fmean(self.test_steps) if self.test_steps else None,
-                "seconds": round(self.seconds, 1)}
+    unit: ClassVar[str] = "classes"
 
-    def text(self) -> str:
-        d = self.as_dict()
-        cov = "n/a" if d["mean_branch_coverage"] is None else f"{100 * d['mean_branch_coverage']:.1f}%"
-        lines = [f"source stateful: {self.rows_in} classes in, {self.rows_kept} kept ({self.seconds:.1f} s)",
-                 f"  mean branch coverage of the test sequences: {cov}; rows at 100%: {d['rows_at_full_coverage']}, "
-                 f"at >= 90%: {d['rows_at_90pct_coverage']}",
-                 f"  test sequences per row: {d['mean_test_sequences'] or 0:.1f} ({d['mean_test_steps'] or 0:.1f} steps)",
-                 f"  sequences: {self.sequences_tried} tried, {self.sequences_kept} kept"]
-        lines += [f"  dropped class {n:4d}: {reason}" for reason, n in self.dropped.most_common()]
-        lines += [f"  dropped sequence {n:4d}: {reason}" for reason, n in self.sequences_dropped.most_common()]
-        return "\n".join(lines)
+    def details(self) -> dict:
+        return {"mean_test_steps": mean(self.test_steps), "sequences_tried": self.sequences_tried,
+                "sequences_kept": self.sequences_kept, "sequences_dropped": dict(self.sequences_dropped.most_common())}
+
+    def detail_lines(self) -> list[str]:
+        return [f"  mean steps of a row's test sequences: {mean(self.test_steps) or 0:.1f}",
+                f"  sequences: {self.sequences_tried} tried, {self.sequences_kept} kept"] + [
+                f"  dropped sequence {n:4d}: {reason}" for reason, n in self.sequences_dropped.most_common()]
 
 
 def build(files: Iterable[Path] | None = None, cfg: StatefulConfig = StatefulConfig()) -> tuple[list[Instance],
@@ -411,10 +401,8 @@ def build(files: Iterable[Path] | None = None, cfg: StatefulConfig = StatefulCon
                 summary.dropped[res.reason] += 1
                 continue
             instances.append(res.instance)
-            summary.coverages.append(res.coverage)
-            summary.test_sequences.append(len(res.instance.test_examples))
+            summary.keep(res.instance, res.coverage)
             summary.test_steps.append(sum(len(r) for _, r in res.instance.test_examples))
-    summary.rows_kept = len(instances)
     summary.seconds = time.monotonic() - start
     return instances, summary
 
