@@ -28,7 +28,7 @@ from aac.env.instance import Instance
 from aac.env.observation import Observation
 from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
 from aac.env.teacher import PromptTransform, plain
-from aac.phase import PHASE_NAMES
+from aac.phase import PHASE_NAMES, Phase
 
 MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
 # how long a round's next batch waits for the sandbox calls of its input turns: a call that ends
