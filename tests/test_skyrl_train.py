@@ -96,6 +96,25 @@ def test_bad_settings_are_one_line_errors(argv, message, capsys):
     assert "\n" not in str(e.value.code)
 
 
+@pytest.mark.parametrize("skyrl", [(), ("trainer.fully_async.enabled=true",
+                                         "trainer.fully_async.num_parallel_generation_workers=16")])
+def test_the_paper_recipe_passes_skyrl_checks(tmp_path, skyrl):
+    """SkyRL's own validation (batch sizes, placement, estimator registered, step-wise rules), as the
+    launcher runs it before starting the trainer; the wandb logger only for online runs (SkyRL's needs a key)."""
+    from aac.skyrl._skyrl import validate_cfg
+    from aac.skyrl.config import skyrl_config
+    from aac.skyrl.estimator import register_estimator
+
+    cfg = compose("+recipe=qwen3_8b", f"out_dir={tmp_path}")
+    skyrl_cfg = skyrl_config(cfg, str(tmp_path), list(skyrl))
+    register_estimator("turn", 1.0, 1e-6)
+    validate_cfg(skyrl_cfg)
+    assert skyrl_cfg.trainer.logger == "console" and skyrl_cfg.trainer.fully_async.enabled == bool(skyrl)
+    skyrl_cfg.trainer.algorithm.advantage_estimator = "reinforce++"  # a per-token estimator: refused step-wise
+    with pytest.raises(ValueError, match="not supported with step_wise_trajectories=True"):
+        validate_cfg(skyrl_cfg)
+
+
 # ---------------------------------------------------------------- our estimator in SkyRL
 
 

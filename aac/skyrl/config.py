@@ -6,7 +6,6 @@ refused).
 No `from __future__ import annotations` here: SkyRL builds nested configs from the fields' real types.
 """
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +50,3 @@ def skyrl_config(cfg: Any, out_dir: str, overrides: list[str] = ()) -> AACTrainC
 
 def config_yaml(skyrl_cfg: AACTrainConfig) -> str:
     return get_config_as_yaml_str(skyrl_cfg)
-
-
-def config_dict(skyrl_cfg: AACTrainConfig) -> dict:
-    return dataclasses.asdict(skyrl_cfg)

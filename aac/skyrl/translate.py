@@ -132,7 +132,8 @@ def skyrl_overrides(cfg: Any, out_dir: str | Path) -> dict[str, Any]:
             "eval_before_train": False,
             "project_name": cfg.logging.project,
             "run_name": cfg.logging.run_name or f"aac-{cfg.recipe_name}",
-            "logger": "console" if cfg.logging.wandb_mode == "disabled" else "wandb",
+            # SkyRL's wandb logger needs WANDB_API_KEY (no offline runs): offline and disabled log to the console
+            "logger": "wandb" if cfg.logging.wandb_mode == "online" else "console",
         },
         "generator": {
             "n_samples_per_prompt": r.group_size,
