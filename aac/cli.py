@@ -50,8 +50,8 @@ def _one_line(e: BaseException) -> str:
     return msg + (f" (options: {', '.join(options)})" if options else "")
 
 
-def _precheck(overrides: list[str], config_name: str) -> None:
-    """Compose once to turn Hydra/OmegaConf errors into one line naming the key."""
+def _precheck(overrides: list[str], config_name: str) -> Any:
+    """Compose once to turn Hydra/OmegaConf errors into one line naming the key; returns the config."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
@@ -60,6 +60,7 @@ def _precheck(overrides: list[str], config_name: str) -> None:
         with initialize_config_dir(str(resource_dir("conf")), version_base=None):
             cfg = compose(config_name, overrides=overrides)
         validate(cfg)
+        return cfg
     except ConfigError as e:
         raise SystemExit(f"aac: config error: {e}") from None
     except Exception as e:  # Hydra and OmegaConf errors, often nested: flatten to one line
@@ -83,6 +84,14 @@ def _split_flags(argv: list[str]) -> tuple[list[str], list[str]]:
         (flags if arg.startswith("-") else overrides).append(arg)
         i += 1
     return flags, overrides
+
+
+def compose_argv(argv: list[str], config_name: str, default_recipe: str | None) -> tuple[list[str], Any]:
+    """A command line's flags and its composed, validated config, for an entry point that is not a
+    Hydra app (aac.skyrl); the same shorthands and one-line errors as `run_hydra`."""
+    register_configs()
+    flags, overrides = _split_flags(_rewrite_argv(argv, default_recipe))
+    return flags, _precheck(overrides, config_name)
 
 
 def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> None:

@@ -72,6 +72,31 @@ def test_hf_batch_keeps_order_and_logprobs_match_score(tiny_hf):
     assert tiny_hf.stats.requests >= 4 and tiny_hf.stats.generated_tokens >= 52
 
 
+def token_in(engine) -> list:
+    """The same prompts as chat messages and as their tokens (`GenRequest.prompt_ids`, SkyRL's way)."""
+    from aac.engines.base import render_chat
+
+    ids = [render_chat(engine.tokenizer, m, engine.chat_template_kwargs) for m in (POEM, OTHER)]
+    chats = engine.generate([GenRequest(POEM, GREEDY), GenRequest(OTHER, GREEDY)])
+    tokens = engine.generate([GenRequest([], GREEDY, prompt_ids=i) for i in ids])
+    assert [r.prompt_ids for r in tokens] == ids
+    return [(c.token_ids, c.text) for c in chats], [(t.token_ids, t.text) for t in tokens]
+
+
+def test_hf_takes_prompt_token_ids(tiny_hf):
+    chats, tokens = token_in(tiny_hf)
+    assert tokens == chats
+
+
+def test_openai_refuses_prompt_token_ids():
+    from aac.engines.openai_engine import OpenAIEngine
+
+    engine = OpenAIEngine("m", openai=OpenAIConfig(base_url="http://127.0.0.1:9/v1", max_retries=0))
+    result = engine.generate([GenRequest([], prompt_ids=[1, 2])])[0]
+    assert result.finish_reason == "error" and "not prompt token ids" in result.error
+    engine.close()
+
+
 def test_hf_adapter_hot_load_and_base(tiny_hf, tiny_model_path, make_random_lora):
     base = tiny_hf.generate([GenRequest(POEM, GREEDY)])[0].token_ids
     with pytest.raises(EngineError, match="not loaded"):
@@ -234,6 +259,12 @@ def test_vllm_next_token_logprobs_match_hf(vllm_engine, hf_smollm2):
     for g, w in zip(got, want):
         assert g.error is None and g.prompt_ids == w.prompt_ids
         assert [g.logprobs[d] for d in digits] == pytest.approx([w.logprobs[d] for d in digits], abs=2e-3)
+
+
+@pytest.mark.slow
+def test_vllm_takes_prompt_token_ids(vllm_engine):
+    chats, tokens = token_in(vllm_engine)
+    assert tokens == chats
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 from aac.config import EnvConfig, EvalConfig
 from aac.env.instance import Instance
 from aac.env.prompts import extract_input, parse_description, parse_reflection, strip_think
-from aac.env.protocol import Episode, Phase, ProtocolConfig, in_context_prompt
+from aac.env.protocol import Episode, Phase, ProtocolConfig, in_context_prompt, phase_of_turn
 from aac.sandbox.result import CallKind, CallResult
 from aac.sandbox.values import normalize, parse_input, safe_repr
 
@@ -146,6 +146,7 @@ def test_scripted_episode_records_every_step():
     ]
     records = [ep.step(reply) for reply in script]
     assert [r.phase for r in records] == [Phase.REASONING, Phase.INPUT, Phase.REFLECT] * 3
+    assert [r.phase for r in records] == [phase_of_turn(r.index) for r in records]  # parse failures or not
     assert [r.index for r in records] == list(range(9))
     assert [r.parse_ok for r in records] == [True, True, True, True, True, False, True, False, True]
     assert records[0].text == "Try an unsorted list; expect the top two, largest first."

@@ -65,6 +65,9 @@ class GenRequest:
     messages: list[dict]
     sampling: Sampling = field(default_factory=Sampling)
     adapter: Optional[str] = None  # None = the base model (vLLM: identity adapter or LoRA off, see there)
+    # token-in: the prompt's tokens as given (a caller that templates the chat itself, e.g. SkyRL's
+    # generator); `messages` are then unused. Local engines only (vllm, hf)
+    prompt_ids: Optional[list[int]] = None
 
 
 @dataclass
@@ -245,6 +248,13 @@ def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Opti
     if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers 5 may return a BatchEncoding
         ids = ids["input_ids"]
     return list(ids)
+
+
+def prompt_tokens(tokenizer: Any, request: GenRequest, chat_template_kwargs: Optional[dict] = None) -> list[int]:
+    """The request's prompt tokens: its own `prompt_ids`, else its chat rendered (`render_chat`)."""
+    if request.prompt_ids is not None:
+        return list(request.prompt_ids)
+    return render_chat(tokenizer, request.messages, chat_template_kwargs)
 
 
 def too_long(request: GenRequest, prompt_ids: list[int], max_model_len: int) -> GenResult:

@@ -28,6 +28,7 @@ from aac.engines.base import (
     candidate_token_ids,
     cut_at_stop,
     merge_candidates,
+    prompt_tokens,
     render_chat,
     too_long,
     too_long_logprobs,
@@ -119,7 +120,7 @@ class HFEngine(Engine):
     # ------------------------------------------------------------------ generation
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         started = time.perf_counter()
-        prompts = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
+        prompts = [prompt_tokens(self.tokenizer, r, self.chat_template_kwargs) for r in requests]
         for r in requests:  # fail before any work on a bad adapter name
             self._use(r.adapter)
         results: list[Optional[GenResult]] = [None] * len(requests)

@@ -26,7 +26,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, TypeVar
 
-from aac.engines.base import Engine, GenRequest, GenResult, TokenLogprobs, continuation, is_prefilled
+from aac.engines.base import (
+    Engine,
+    EngineError,
+    GenRequest,
+    GenResult,
+    TokenLogprobs,
+    continuation,
+    is_prefilled,
+)
 
 T = TypeVar("T")
 
@@ -145,6 +153,8 @@ class OpenAIEngine(Engine):
         return extra
 
     def _call(self, request: GenRequest, retries: int) -> GenResult:
+        if request.prompt_ids is not None:  # not transient: reported as the request's error
+            raise EngineError("the openai engine takes chat messages, not prompt token ids")
         s = request.sampling
         extra = self._extra()
         if is_prefilled(request.messages):  # vLLM servers continue the prefill; hosted APIs may refuse it

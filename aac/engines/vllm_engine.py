@@ -42,7 +42,7 @@ from aac.engines.base import (
     TokenLogprobs,
     candidate_token_ids,
     merge_candidates,
-    render_chat,
+    prompt_tokens,
     too_long,
     too_long_logprobs,
 )
@@ -229,7 +229,7 @@ class VLLMEngine(Engine):
     def _prepare(self, requests: list[GenRequest]) -> tuple[list[list[int]], list[int]]:
         """Prompt ids per request, and the indices that fit (vLLM rejects a whole batch over one
         overlong prompt: those are answered apart, the others still run)."""
-        prompt_ids = [render_chat(self.tokenizer, r.messages, self.chat_template_kwargs) for r in requests]
+        prompt_ids = [prompt_tokens(self.tokenizer, r, self.chat_template_kwargs) for r in requests]
         return prompt_ids, [i for i, ids in enumerate(prompt_ids) if len(ids) < self.max_model_len]
 
     def _enqueue(self, prompt_ids: list[list[int]], params: Any, loras: Optional[list[Any]]) -> list[str]:

@@ -38,10 +38,16 @@ if TYPE_CHECKING:
     from aac.env.instance import Instance
     from aac.sandbox.result import CallResult
 __all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
-           "parse_description", "sandbox_caller"]
+           "parse_description", "phase_of_turn", "sandbox_caller"]
 
 
 _NEXT = {Phase.REASONING: Phase.INPUT, Phase.INPUT: Phase.REFLECT, Phase.REFLECT: Phase.REASONING}
+_CYCLE = tuple(Phase)  # an episode starts at reasoning and every step moves to _NEXT
+
+
+def phase_of_turn(index: int) -> Phase:
+    """The phase of an episode's turn `index` (0-based): the protocol's order fixes it, whatever the replies."""
+    return _CYCLE[index % len(_CYCLE)]
 # each style's prompt builders (the words in them are the domain's)
 _STYLES = {style: {Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module.input_prompt,
                    Phase.REFLECT: module.reflect_prompt}

@@ -42,6 +42,10 @@ and returns the increase of that prefix's rewards over what it paid before. Henc
 - `metadata` of the last step holds `rewards` (each step's reward exactly as `aac.train` assigns it,
   for a trainer that keeps turn-level credit), `scores` (the critic's, None where none) and `masked`.
 An episode the trainer cuts off before it is done leaves at most its last plan unpaid.
+
+`extras["on_done"]` (optional, a callable): given that last step's `metadata` when the episode ends,
+for a generator that keeps only each step's reward (SkyRL's: aac/skyrl/generator.py restamps the
+steps with `rewards`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from aac.rollout.judgments import reads_next_turn, score_each, turn_judgment
 
 ENV_ID = "aac-pau-critic"
 SECTIONS = ("critic", "rewards")
+ON_DONE = "on_done"  # extras key: called with the last step's metadata
 
 
 @dataclass
@@ -158,6 +163,7 @@ class CriticRewardEnv(PAUTextEnv):
         self._turns: list[_Turn] = []
         self._scores: list[Optional[float]] = []  # of the steps whose judgment was asked (a prefix)
         self._paid: list[float] = []  # per step, what has been paid for it so far
+        self._on_done = (extras or {}).get(ON_DONE)
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         hypothesis, observations = self.episode.hypothesis, self.episode.observations
@@ -168,6 +174,8 @@ class CriticRewardEnv(PAUTextEnv):
             steps = [t.step for t in self._turns]
             out["metadata"].update(rewards=list(self._paid), scores=list(self._scores),
                                    masked=masked_judgments(steps, self._scores, self.rewards))
+            if self._on_done is not None:
+                self._on_done(out["metadata"])
         return out
 
     def _settle(self, done: bool) -> float:
