@@ -113,13 +113,34 @@ class Run:
                                                spread_list=cfg.env.spread_list_args)
         return self._scorers
 
+    def rebuild_dead(self) -> list[str]:
+        """Rebuild every piece whose Ray actor died (none in-process); the names of those rebuilt. A
+        rebuilt engine takes every rollout worker with it: a worker holds a copy of the engine's proxy."""
+        if not self.use_ray:
+            return []
+        engines = self.engines.hosts()
+        rebuilt = [host.name for host in engines if not host.alive()]
+        self.engines.rebuild_dead()
+        pieces = [*self.workers, *([self.learner] if self.learner is not None else [])]
+        engine_rebuilt = bool(rebuilt)
+        for piece in pieces:
+            alive = piece.alive()
+            if alive and engine_rebuilt and piece in self.workers:
+                log.warning("%s: rebuilt with the engine whose proxy it holds", piece.name)
+                piece.close()  # its pool and critic, before the new worker starts its own
+            elif alive:
+                continue
+            piece.rebuild()
+            rebuilt.append(piece.name)
+        return rebuilt
+
     def close(self) -> None:
         for w in self.workers:
             w.close()
         if self._pool is not None:
             self._pool.close()
-        for piece in (*self.workers, *([self.learner] if self.learner is not None else [])):
-            piece.kill()
+        if self.learner is not None:
+            self.learner.kill()
         self.engines.close()
 
 

@@ -50,15 +50,24 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def save(root: Path, step: int, *, learner: Any, trainer_state: dict[str, Any], keep: int = 3) -> Path:
-    """Write checkpoint `step` under `root` (temp dir, then rename), then point `latest` at it."""
+def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3, learner: Any = None,
+         adapter: Optional[Path] = None, learner_state: Optional[Path] = None) -> Path:
+    """Write checkpoint `step` under `root` (temp dir, then rename), then point `latest` at it. The
+    adapter and the learner's state come from `learner`, or as files already written (`adapter`, a peft
+    folder, and `learner_state`, `Learner.save_state`'s file): a run whose learner died still checkpoints."""
+    if (learner is None) == (adapter is None or learner_state is None):
+        raise ValueError("checkpoint.save: give a learner, or an adapter folder and a learner-state file")
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:06d}"
     tmp = root / f".tmp-step_{step:06d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    learner.save_adapter(str(tmp / "adapter"))
-    torch.save(learner.state_dict(), tmp / "learner.pt")
+    if learner is not None:
+        learner.save_adapter(str(tmp / "adapter"))
+        learner.save_state(str(tmp / "learner.pt"))
+    else:
+        shutil.copytree(adapter, tmp / "adapter")
+        shutil.copyfile(learner_state, tmp / "learner.pt")
     torch.save(rng_state(), tmp / "rng.pt")
     (tmp / DONE).write_text(json.dumps(trainer_state, indent=1))
     for f in tmp.rglob("*"):
@@ -92,6 +101,6 @@ def load(path: Path, *, learner: Any) -> dict[str, Any]:
     """Restore learner and RNG state from `path`; returns the trainer state."""
     if not (path / DONE).exists():
         raise FileNotFoundError(f"{path} is not a complete aac checkpoint (no {DONE})")
-    learner.load_state_dict(torch.load(path / "learner.pt", weights_only=False))
+    learner.load_state(str(path / "learner.pt"))
     set_rng_state(torch.load(path / "rng.pt", weights_only=False))
     return json.loads((path / DONE).read_text())

@@ -64,6 +64,24 @@ def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
     return m
 
 
+def signal_metrics(batch: Any, advantages: list[list[float]], step: int) -> dict[str, float]:
+    """Where a batch's training signal went (zero advantages, flat groups, critic scores); its warnings
+    logged for `step`."""
+    from aac.rewards.accounting import signal_accounting
+    from aac.rewards.terms import HYPOTHESIS, INFORMATIVENESS
+
+    eps = batch.episodes
+    acc = signal_accounting(
+        groups=[(ep.group, ep.uid) for ep in eps], phases=[[t.phase for t in ep.turns] for ep in eps],
+        tokens=[[len(t.token_ids) for t in ep.turns] for ep in eps], advantages=advantages,
+        rewards=[[t.reward for t in ep.turns] for ep in eps],
+        scores={kind: [t.score for ep in eps for t in ep.turns if t.judged == kind]
+                for kind in (INFORMATIVENESS, HYPOTHESIS)})
+    for warning in acc.warnings:
+        log.warning("step %d: %s", step, warning)
+    return acc.metrics
+
+
 class MetricsLog:
     """Appends one JSON line per step; mirrors to wandb when enabled."""
 

@@ -28,23 +28,59 @@ from aac.engines.remote import QUIET_ENV, quiet_env
 log = logging.getLogger("aac")
 
 
+ACTOR_DEATH_TIMEOUT_S = 60.0  # a live actor answers a ping within this (a busy one answers after its call)
+
+
 class Placed:
-    """A handle on an object built here or in a Ray actor; attribute calls are synchronous."""
+    """A handle on an object built here or in a Ray actor; attribute calls are synchronous.
+
+    Under Ray a piece can die (its process killed, its node lost): `alive()` tells, and `rebuild()`
+    builds a new actor from the same arguments (the caller restores its state). Ray's own actor
+    restarts stay off: a restarted actor would come back without the state the run gave it, silently."""
 
     def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0,
                  env: dict[str, str] | None = None, **kwargs: Any):
         self.name = name
         self._ray = use_ray
-        if use_ray:
-            import ray
+        self._build = (cls, args, kwargs, num_gpus, env)
+        self._obj = self._make()
 
-            # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES; `env`: what
-            # its process must start with (e.g. the learner's allocator settings)
-            actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus, max_restarts=0)(cls)
-            options = {"runtime_env": {"env_vars": env}} if env else {}
-            self._obj = actor_cls.options(name=None, **options).remote(*args, **kwargs)
-        else:
-            self._obj = cls(*args, **kwargs)
+    def _make(self) -> Any:
+        cls, args, kwargs, num_gpus, env = self._build
+        if not self._ray:
+            return cls(*args, **kwargs)
+        import ray
+
+        # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES; `env`: what
+        # its process must start with (e.g. the learner's allocator settings)
+        actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus, max_restarts=0)(cls)
+        options = {"runtime_env": {"env_vars": env}} if env else {}
+        return actor_cls.options(name=None, **options).remote(*args, **kwargs)
+
+    def alive(self) -> bool:
+        """Whether the piece still answers (always, in-process)."""
+        if not self._ray:
+            return True
+        import ray
+
+        try:
+            ray.get(self._obj.__ray_ready__.remote(), timeout=ACTOR_DEATH_TIMEOUT_S)
+            return True
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            return False
+
+    def pid(self) -> int:
+        """The process the piece runs in."""
+        if not self._ray:
+            return os.getpid()
+        import ray
+
+        return ray.get(self._obj.__ray_call__.remote(lambda _: os.getpid()))
+
+    def rebuild(self) -> None:
+        """A new actor from the same arguments, in place of a dead one (whose remains are killed)."""
+        self.kill()
+        self._obj = self._make()
 
     @property
     def actor(self) -> Any:
@@ -69,6 +105,20 @@ class Placed:
             import ray
 
             ray.kill(self._obj)
+
+    def close(self, method: str = "close") -> None:
+        """Call `method` (the piece's own shutdown) and wait for it, then end the actor: a vLLM engine's
+        own processes go with its `close`, not with the actor. A dead or hung piece is only killed."""
+        try:
+            if self._ray:
+                import ray
+
+                ray.get(self.submit(method), timeout=ACTOR_DEATH_TIMEOUT_S)
+            else:
+                getattr(self._obj, method)()
+        except Exception as e:  # closing must go on for the other pieces
+            log.warning("%s: %s did not finish (%s); killing it", self.name, method, type(e).__name__)
+        self.kill()
 
     def __getattr__(self, method: str):
         if method.startswith("_"):
@@ -109,7 +159,7 @@ class EngineSet:
     def __init__(self, model: Any, rollout: Any, seed: int, *, use_ray: bool):
         self.model, self.rollout, self.seed, self.use_ray = model, rollout, seed, use_ray
         self._made: dict[tuple, Engine] = {}
-        self._placed: list[Placed] = []
+        self._placed: dict[tuple, Placed] = {}  # under Ray: the host of each engine in `_made`
 
     def _key(self, kind: str, model: str, openai: Any) -> tuple:
         return (kind, model, openai.base_url if kind == "openai" else None)
@@ -147,7 +197,7 @@ class EngineSet:
 
             host = Placed(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True, name=f"engine:{model}",
                           num_gpus=num_gpus, **overrides)
-            self._placed.append(host)
+            self._placed[key] = host
             engine: Engine = RemoteEngine(host.actor)
         else:
             from aac.engines import engine_from_config
@@ -156,12 +206,26 @@ class EngineSet:
         self._made[key] = engine
         return engine
 
+    def rebuild_dead(self) -> list[Engine]:
+        """Rebuild every engine whose actor died; the driver's proxies then reach the new ones (pieces
+        holding a copy of a proxy, e.g. rollout workers, need rebuilding). Returns the rebuilt engines."""
+        rebuilt = []
+        for key, host in self._placed.items():
+            if not host.alive():
+                host.rebuild()
+                self._made[key].rebind(host.actor)  # type: ignore[attr-defined]
+                rebuilt.append(self._made[key])
+        return rebuilt
+
+    def hosts(self) -> list[Placed]:
+        return list(self._placed.values())
+
     def close(self) -> None:
-        for engine in self._made.values():
-            engine.close()
-        for host in self._placed:
-            host.submit("close")
-            host.kill()
+        for key, engine in self._made.items():
+            if key not in self._placed:
+                engine.close()
+        for host in self._placed.values():
+            host.close()
         self._made.clear()
         self._placed.clear()
 

@@ -281,8 +281,6 @@ def test_deepspeed_zero2_state_roundtrip_and_skip(tiny_model_path):
     before = flat(learner)
     assert learner.update([Sample(PROMPT, COMPLETION, [], 0.0)])["skipped"]
     assert torch.equal(flat(learner), before)
-    with pytest.raises(ValueError, match="zero_stage=3"):
-        Learner(config(backend="deepspeed", zero_stage=3), tiny_model_path)
 
 
 # ------------------------------------------------------------------ a bf16 engine, a float32 learner

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -54,20 +56,20 @@ def test_sync_check_holds_for_the_merged_engine_and_catches_a_stale_one(merged_e
     from aac.config import LearnerConfig, TrainConfig
     from aac.learner import Learner
     from aac.training import ACTOR, SyncError
-    from aac.training.sync import AdapterSync
+    from aac.training.sync import FP32_TOLERANCE, AdapterSync
 
     learner = Learner(LearnerConfig(backend="torch", lora_r=8, lora_alpha=16), smollm2_path, seed=0)
     cfg = OmegaConf.structured(TrainConfig)
-    adapter_sync = AdapterSync(learner, merged_engine, tmp_path / "adapters", sync_adapter=True, check_sync=True,
-                               tolerance=cfg.sync_tolerance)
+    adapter_sync = AdapterSync(SimpleNamespace(learner=learner, actor=merged_engine), tmp_path / "adapters",
+                               sync_adapter=True, check_sync=True, tolerance=FP32_TOLERANCE, keep=cfg.keep_adapters)
     sync = adapter_sync.sync
     sync(0)
     out = merged_engine.generate([GenRequest(CHATS[0], Sampling(temperature=0.0, max_tokens=24), ACTOR)])[0]
-    probe = (out.prompt_ids, out.token_ids)
+    probe = [(out.prompt_ids, out.token_ids)]
 
     def update() -> list[float]:
         """An optimizer step's effect (B no longer 0); returns the log-probs before it."""
-        before = learner.token_logprobs(*probe)
+        before = [learner.token_logprobs(*probe[0])]
         with torch.no_grad():
             for name, param in learner.policy.named_parameters():
                 if "lora_B" in name:
@@ -76,7 +78,7 @@ def test_sync_check_holds_for_the_merged_engine_and_catches_a_stale_one(merged_e
 
     synced = sync(1, probe, update())
     assert synced["sync/logprob_gap"] < 1e-3
-    assert synced["sync/logprob_gap_previous"] > cfg.sync_tolerance
+    assert synced["sync/logprob_gap_previous"] > FP32_TOLERANCE
     adapter_sync.sync_adapter = False
     with pytest.raises(SyncError, match="stale adapter"):
         sync(2, probe, update())

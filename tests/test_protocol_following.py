@@ -201,8 +201,8 @@ def test_bad_settings_are_refused_in_one_line():
         compose("+rollout.max_tokens_per_phase={inputs:24}")
     with pytest.raises(ValueError, match="max_tokens_per_phase"):
         SamplingSpec(1.0, 1.0, 8, max_tokens_per_phase={"input": 0})
-    with pytest.raises(ValueError, match="prompt_style"):
-        ProtocolConfig(prompt_style="chatty")
+    with pytest.raises(ConfigError, match="env.prompt_style"):
+        compose("env.prompt_style=chatty")
 
 
 def test_the_demo_recipe_plays_compact_prompts_with_cues_and_short_input_turns():

@@ -133,20 +133,19 @@ def test_the_default_credits_stopping_after_k_informative_calls_and_the_old_tabl
 
 @pytest.mark.slow
 def test_sync_check_passes_and_fires_when_sync_is_off(tmp_path):
+    from aac.training.sync import FP32_TOLERANCE
+
     cfg = tiny_cfg(*LEARNABLE, "max_steps=1", "learner.lr=5e-2", "save_every=100")
     rows = _run(cfg, tmp_path / "on")
-    assert rows[0]["sync/logprob_gap"] < cfg.sync_tolerance
+    assert rows[0]["sync/logprob_gap"] < FP32_TOLERANCE  # null: the float32 bound
     assert rows[0]["adapter_version"] == 1
     stale = tiny_cfg(*LEARNABLE, "max_steps=1", "learner.lr=5e-2", "save_every=100", "sync_adapter=false")
     with pytest.raises(SyncError, match="stale adapter"):
         _run(stale, tmp_path / "off")
-    # beyond the numeric floor (here none at all, as for a bf16 engine's ~0.15/token) the check asks
-    # which weights the engine is closer to: the new ones pass, the previous ones fail
-    no_floor = ("max_steps=1", "learner.lr=5e-2", "save_every=100", "sync_tolerance=0")
-    rows = _run(tiny_cfg(*LEARNABLE, *no_floor), tmp_path / "floorless")
-    assert rows[0]["sync/logprob_gap"] < rows[0]["sync/logprob_gap_previous"]
+    # staleness is told by versions, whatever the numeric bound: a bound no gap reaches still catches it
     with pytest.raises(SyncError, match="stale adapter"):
-        _run(tiny_cfg(*LEARNABLE, *no_floor, "sync_adapter=false"), tmp_path / "floorless-off")
+        _run(tiny_cfg(*LEARNABLE, "max_steps=1", "save_every=100", "sync_adapter=false", "sync_tolerance=100"),
+             tmp_path / "off-loose")
 
 
 def _short_tmp() -> str:

@@ -26,6 +26,10 @@ class RemoteEngine(Engine):
     def __init__(self, actor: Any):
         self._actor = actor
 
+    def rebind(self, actor: Any) -> None:
+        """Reach a rebuilt engine actor from now on (the driver's proxy keeps its identity)."""
+        self._actor = actor
+
     def _call(self, method: str, *args: Any) -> Any:
         import ray
 

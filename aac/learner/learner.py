@@ -43,9 +43,10 @@ SAMPLING_METRICS = ("sampling/logprob_gap", "sampling/is_weight_mean", "sampling
 
 
 def _snapshot(value: Any) -> Any:
-    """Clone every tensor in a nested state: optimizer state dicts hold views of live buffers."""
+    """Copy every tensor of a nested state to the CPU: optimizer state dicts hold views of live (GPU)
+    buffers, and the state travels to a driver that may have no GPU (or whose cuda:0 is the engine's)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        return value.detach().to("cpu", copy=True)
     if isinstance(value, dict):
         return {k: _snapshot(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -254,6 +255,17 @@ class Learner:
         """A snapshot (copies, not views of live tensors): adapter, optimizer, scheduler, steps."""
         adapter = {k: v.detach().cpu().clone() for k, v in get_peft_model_state_dict(self.policy).items()}
         return {"adapter": adapter, **_snapshot(self.backend.state_dict()), "steps": self.steps}
+
+    def save_state(self, path: str | Path) -> None:
+        """`state_dict()` written atomically to `path`, here where the learner lives (nothing crosses to
+        the driver): what a rebuilt learner restores after its process died."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    def load_state(self, path: str | Path) -> None:
+        self.load_state_dict(torch.load(path, weights_only=False))
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         result = set_peft_model_state_dict(self.policy, state["adapter"])

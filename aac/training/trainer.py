@@ -19,16 +19,16 @@ from aac.config import TrainConfig
 from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
 from aac.learner.batching import Sample
-from aac.metrics import MetricsLog, rollout_metrics, timed, truncate
-from aac.rewards.accounting import signal_accounting
+from aac.metrics import MetricsLog, rollout_metrics, signal_metrics, timed
 from aac.rewards.advantages import batch_advantages
-from aac.rewards.terms import HYPOTHESIS, INFORMATIVENESS
 from aac.rollout.driver import SamplingSpec
 from aac.rollout.fanout import play_step
 from aac.rollout.workers import RolloutBatch
 from aac.training.data_order import DataOrder, seed_everything
 from aac.training.held_out import HeldOutEval
-from aac.training.sync import ACTOR, AdapterSync, Probe
+from aac.training.state import LearnerStates, resume
+from aac.training.supervisor import RestartLimit, Supervisor
+from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
 
 log = logging.getLogger("aac.train")
 
@@ -57,14 +57,18 @@ class Trainer:
         self.pieces = build_run(cfg)
         log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", cfg.rollout.engine,
                  cfg.learner.backend, cfg.rollout.num_workers, time.perf_counter() - t0, cfg.rollout.placement)
-        self.adapter_sync = AdapterSync(self.pieces.learner, self.pieces.actor, out_dir / "adapters",
-                                        sync_adapter=cfg.sync_adapter, check_sync=cfg.check_sync,
-                                        tolerance=cfg.sync_tolerance)
+        tolerance = cfg.sync_tolerance or default_tolerance(cfg.model.dtype, cfg.learner.dtype)
+        self.adapter_sync = AdapterSync(self.pieces, out_dir / "adapters", sync_adapter=cfg.sync_adapter,
+                                        check_sync=cfg.check_sync, tolerance=tolerance, keep=cfg.keep_adapters)
+        self.supervised = Supervisor(self.pieces, cfg.max_actor_restarts, self._restore)
         self.held_out = HeldOutEval(cfg, self.pieces)
         self.ckpt_root = out_dir / "checkpoints"
-        self.step, self.version = 0, 0
-        if not self._resume():
-            self.adapter_sync.sync(0)  # the fresh LoRA (B = 0) or learner.init_adapter, served as the actor
+        self.states = LearnerStates(out_dir / "learner")
+        self.step, self.version = resume(cfg, self.ckpt_root, self.learner, out_dir / "metrics.jsonl")
+        # what a rebuilt piece restores: this version's learner state and adapter (version 0: the fresh
+        # LoRA, B = 0, or learner.init_adapter)
+        self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
+                                          self.adapter_sync.sync(self.version)))
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
 
     @property
@@ -94,37 +98,34 @@ class Trainer:
         return [Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, sampling_logprobs=t.logprobs, advantage=a)
                 for ep, adv in zip(batch.episodes, advantages) for t, a in zip(ep.turns, adv) if t.token_ids]
 
-    def _signal(self, batch: RolloutBatch, advantages: list[list[float]]) -> dict[str, float]:
-        """Where this batch's training signal went (zero advantages, flat groups, critic scores)."""
-        eps = batch.episodes
-        acc = signal_accounting(
-            groups=[(ep.group, ep.uid) for ep in eps], phases=[[t.phase for t in ep.turns] for ep in eps],
-            tokens=[[len(t.token_ids) for t in ep.turns] for ep in eps], advantages=advantages,
-            rewards=[[t.reward for t in ep.turns] for ep in eps],
-            scores={kind: [t.score for ep in eps for t in ep.turns if t.judged == kind]
-                    for kind in (INFORMATIVENESS, HYPOTHESIS)})
-        for warning in acc.warnings:
-            log.warning("step %d: %s", self.step + 1, warning)
-        return acc.metrics
-
     # ------------------------------------------------------------------ the loop
+
+    def _restore(self, rebuilt: list[str]) -> None:
+        if self.learner.name in rebuilt:
+            self.states.restore(self.learner, self.version)
+        # an engine serves this version's adapter again (a sync that died before writing it retries it whole)
+        if any(name.startswith("engine") for name in rebuilt) and self.adapter_sync.path(self.version).exists():
+            self.adapter_sync.load(self.version)
 
     def train_step(self) -> dict[str, Any]:
         idx = self.order.indices(self.step)
         m: dict[str, Any] = {}
+        retries = self.supervised.retries
         with timed(m, "time/rollout_s"):
-            batch = self.rollout([[self.instances[i]] * self.cfg.rollout.group_size for i in idx])
+            batch = self.supervised("rollout", lambda: self.rollout(
+                [[self.instances[i]] * self.cfg.rollout.group_size for i in idx]))
+        check_served(batch, self.version)
         adv = self.advantages(batch)
         samples = self.samples(batch, adv)
-        probe_turn = next((t for ep in batch.episodes for t in ep.turns if t.token_ids), None)
-        probe: Optional[Probe] = (probe_turn.prompt_ids, probe_turn.token_ids[:32]) if probe_turn else None
-        before = self.adapter_sync.probe_before(probe)
+        probe = probe_of(batch, self.cfg.sync_probe_tokens)
+        before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
         with timed(m, "time/update_s"):
-            upd = self.learner.update(samples)
+            upd = self.supervised("update", lambda: self.states.update(self.learner, samples, self.version))
         self.version += 1
-        m.update(self.adapter_sync.sync(self.version, probe, before))
+        m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before)))
+        m["faults/actor_restarts"], m["faults/retried_phases"] = self.supervised.restarts, self.supervised.retries - retries
         m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
-        m.update(self._signal(batch, adv))
+        m.update(signal_metrics(batch, adv, self.step + 1))
         m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
         m["rollout/tokens_per_s"] = batch.generated_tokens / max(m["time/rollout_s"], 1e-9)
         m["adapter_version"] = self.version
@@ -132,30 +133,16 @@ class Trainer:
         return m
 
     def evaluate(self) -> dict[str, float]:
-        return self.held_out.metrics(self.rollout)
+        return self.supervised("held-out evaluation", lambda: self.held_out.metrics(self.rollout))
 
     def save(self) -> None:
+        """Checkpoint the last complete step from the files its sync and update left (no piece is asked,
+        so a run whose learner is gone still checkpoints)."""
         state = {"step": self.step, "version": self.version, "config_hash": checkpoint.config_hash(self.cfg)}
-        path = checkpoint.save(self.ckpt_root, self.step, learner=self.learner, trainer_state=state,
+        path = checkpoint.save(self.ckpt_root, self.step, adapter=self.adapter_sync.path(self.version),
+                               learner_state=self.states.path(self.version), trainer_state=state,
                                keep=self.cfg.keep_checkpoints)
         log.info("checkpoint %s", path)
-
-    def _resume(self) -> bool:
-        want = self.cfg.resume
-        if want in (False, None, "false", "False"):
-            return False
-        path = checkpoint.latest(self.ckpt_root) if want in (True, "true", "True") else Path(str(want))
-        if path is None or not path.exists():
-            log.info("resume: no checkpoint under %s, starting fresh", self.ckpt_root)
-            return False
-        state = checkpoint.load(path, learner=self.learner)
-        if state.get("config_hash") != checkpoint.config_hash(self.cfg):
-            log.warning("resume: config differs from the checkpoint's; continuing with the new one")
-        self.step, self.version = state["step"], state["version"]
-        truncate(self.out_dir / "metrics.jsonl", self.step)  # steps after the checkpoint rerun
-        self.engine.load_adapter(ACTOR, str(path / "adapter"), self.version)
-        log.info("resumed from %s at step %d (adapter v%d)", path, self.step, self.version)
-        return True
 
     def run(self) -> dict[str, Any]:
         from aac.progress import bar
@@ -163,7 +150,11 @@ class Trainer:
         cfg, last = self.cfg, {}
         with bar(self.total_steps, "train", enabled=cfg.logging.progress, completed=self.step) as advance:
             while self.step < self.total_steps:
-                m = self.train_step()
+                try:
+                    m = self.train_step()
+                except RestartLimit as e:
+                    self.save()  # the last complete step
+                    raise SystemExit(f"aac: {e}; checkpoint of step {self.step} in {self.ckpt_root}") from None
                 self.step += 1
                 if cfg.eval_every and self.step % cfg.eval_every == 0:
                     m.update(self.evaluate())
