@@ -160,6 +160,12 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
         if run.critic is not None and run.critic is not run.actor:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)
+        if r.critic_overlap and not use_ray:  # the driver and the critic's thread share in-process engines
+            from aac.engines.serialized import SerializedEngine
+
+            shared = run.critic is run.actor
+            run.actor = SerializedEngine(run.actor)
+            run.critic = run.actor if shared else run.critic and SerializedEngine(run.critic)
         run.learner = build_learner(cfg, use_ray=use_ray)
         protocol = training_protocol(cfg.env)
         run.workers = [Placed(PlacedRolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, run.actor, run.critic,

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 DONE = "trainer.json"  # written last inside the temp dir: its presence marks a complete checkpoint
+AHEAD = "rollout_ahead.pt"
 
 
 def config_hash(cfg: Any) -> str:
@@ -51,10 +52,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3, learner: Any = None,
-         adapter: Optional[Path] = None, learner_state: Optional[Path] = None) -> Path:
+         adapter: Optional[Path] = None, learner_state: Optional[Path] = None, ahead: Any = None) -> Path:
     """Write checkpoint `step` under `root` (temp dir, then rename), then point `latest` at it. The
     adapter and the learner's state come from `learner`, or as files already written (`adapter`, a peft
-    folder, and `learner_state`, `Learner.save_state`'s file): a run whose learner died still checkpoints."""
+    folder, and `learner_state`, `Learner.save_state`'s file): a run whose learner died still checkpoints.
+    `ahead`: a rollout already collected for the next step (off-policy runs), which a resume trains on."""
     if (learner is None) == (adapter is None or learner_state is None):
         raise ValueError("checkpoint.save: give a learner, or an adapter folder and a learner-state file")
     root.mkdir(parents=True, exist_ok=True)
@@ -69,6 +71,8 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
         shutil.copytree(adapter, tmp / "adapter")
         shutil.copyfile(learner_state, tmp / "learner.pt")
     torch.save(rng_state(), tmp / "rng.pt")
+    if ahead is not None:
+        torch.save(ahead, tmp / AHEAD)
     (tmp / DONE).write_text(json.dumps(trainer_state, indent=1))
     for f in tmp.rglob("*"):
         if f.is_file():
@@ -98,9 +102,11 @@ def latest(root: Path) -> Optional[Path]:
 
 
 def load(path: Path, *, learner: Any) -> dict[str, Any]:
-    """Restore learner and RNG state from `path`; returns the trainer state."""
+    """Restore learner and RNG state from `path`; returns the trainer state (with `ahead`: the rollout
+    collected for the next step, or None)."""
     if not (path / DONE).exists():
         raise FileNotFoundError(f"{path} is not a complete aac checkpoint (no {DONE})")
     learner.load_state(str(path / "learner.pt"))
     set_rng_state(torch.load(path / "rng.pt", weights_only=False))
-    return json.loads((path / DONE).read_text())
+    ahead = torch.load(path / AHEAD, weights_only=False) if (path / AHEAD).exists() else None
+    return {**json.loads((path / DONE).read_text()), "ahead": ahead}

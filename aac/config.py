@@ -206,6 +206,11 @@ class RolloutConfig:
     # per-phase stop strings kept in the reply, e.g. {input: ["\n"]}: the engine ends a reply once its
     # answer is written instead of running on to the budget (none by default: paper runs unchanged)
     stop_per_phase: dict[str, list[str]] = field(default_factory=dict)
+    # 0: lockstep (rollout, then update); 1: step t+1's rollout runs while step t updates (one adapter
+    # version behind, corrected by the truncated importance weight; docs/method.md §13). GPU recipes: 1
+    max_off_policy_steps: int = 0
+    # judge each episode as it ends, while the worker's others still play (one critic thread per worker)
+    critic_overlap: bool = False
     num_workers: int = 1  # rollout workers (each holds a sandbox pool and a critic)
     # episodes in flight per worker (continuous batching: a finished one's slot is refilled at once);
     # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
@@ -494,6 +499,9 @@ def validate(cfg: Any) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value < (0 if key == "rewards.info_budget" else 1):
             raise ConfigError(f"{key}={value!r} must be >= {0 if key == 'rewards.info_budget' else 1}")
+    if cfg.rollout.max_off_policy_steps not in (0, 1):
+        raise ConfigError(f"rollout.max_off_policy_steps={cfg.rollout.max_off_policy_steps} must be 0 (lockstep) or 1 "
+                          "(one step off-policy)")
     if cfg.learner.zero_stage not in (0, 1, 2):
         raise ConfigError(f"learner.zero_stage={cfg.learner.zero_stage} is not supported: use 0, 1 or 2 "
                           "(stage 3 would shard the frozen base the reference pass reads)")

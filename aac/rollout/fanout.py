@@ -19,12 +19,26 @@ def episode_specs(groups: list[list[Instance]]) -> list[EpisodeSpec]:
     return [EpisodeSpec(key, inst, g) for key, (g, inst) in enumerate(pairs)]
 
 
-def play_step(workers: list[Any], groups: list[list[Instance]], *, adapter: Optional[str], seed: int,
-              sampling: Optional[SamplingSpec] = None, protocol: Optional[ProtocolConfig] = None) -> RolloutBatch:
-    """Play and score `groups` on `workers` (placed pieces, run side by side); one merged batch.
+class LaunchedStep:
+    """A step's rollout sent to the workers (Ray runs it meanwhile; in-process it ran at launch)."""
+
+    def __init__(self, workers: list[Any], futures: list[Any]):
+        self.workers, self.futures = workers, futures
+
+    def result(self) -> RolloutBatch:
+        return RolloutBatch.merge(self.workers[0].gather(self.futures))
+
+
+def launch_step(workers: list[Any], groups: list[list[Instance]], *, adapter: Optional[str], seed: int,
+                sampling: Optional[SamplingSpec] = None, protocol: Optional[ProtocolConfig] = None) -> LaunchedStep:
+    """Send `groups` to `workers` (placed pieces, run side by side) to be played and scored.
     `sampling` and `protocol` replace the workers' training ones (held-out evaluation)."""
     specs = episode_specs(groups)
     shares = [specs[i :: len(workers)] for i in range(len(workers))]
-    futures = [w.submit("run", share, adapter=adapter, seed=seed, sampling=sampling, protocol=protocol)
-               for w, share in zip(workers, shares) if share]
-    return RolloutBatch.merge(workers[0].gather(futures))
+    return LaunchedStep(workers, [w.submit("run", share, adapter=adapter, seed=seed, sampling=sampling,
+                                           protocol=protocol) for w, share in zip(workers, shares) if share])
+
+
+def play_step(workers: list[Any], groups: list[list[Instance]], **kwargs: Any) -> RolloutBatch:
+    """`launch_step`, waited for: one merged batch."""
+    return launch_step(workers, groups, **kwargs).result()

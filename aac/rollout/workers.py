@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -106,6 +107,52 @@ class _TimedCaller:
                 self.seconds += time.perf_counter() - t0
 
 
+class _Judging:
+    """The critic's judgments of a worker's played episodes. With `overlap` (`rollout.critic_overlap`)
+    each collect's finished episodes go to the critic at once, in a thread, while the others still
+    play; without it every judgment goes in one batch after the last episode (better batches, none of
+    the critic's time hidden)."""
+
+    def __init__(self, critic: Any, rewards: Any, *, overlap: bool):
+        self.critic, self.rewards = critic, rewards
+        self.busy_s = 0.0
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="critic") if overlap else None
+        self._sent: dict[int, tuple[list[Any], Future, int]] = {}  # key -> judgments, their batch, offset
+
+    def _score(self, judgments: list[Any]) -> list[Optional[float]]:
+        t0 = time.perf_counter()
+        try:
+            return score_each(self.critic, judgments)
+        finally:
+            self.busy_s += time.perf_counter() - t0
+
+    def _asks(self, played: list[PlayedEpisode]) -> list[list[Any]]:
+        return [turn_judgments(p.spec.instance, p.turns, self.rewards) for p in played]
+
+    def send(self, finished: list[PlayedEpisode]) -> None:
+        """The driver's `on_done`: judge these episodes now (with overlap)."""
+        if self._pool is None:
+            return
+        asks = self._asks(finished)
+        batch = self._pool.submit(self._score, [j for per_episode in asks for j in per_episode])
+        offset = 0
+        for p, js in zip(finished, asks):
+            self._sent[p.spec.key] = (js, batch, offset)
+            offset += len(js)
+
+    def scores(self, played: list[PlayedEpisode]) -> list[tuple[list[Any], list[Optional[float]]]]:
+        """Per episode, its judgments (None where a turn needs none) and their scores."""
+        if self._pool is None:
+            asks = self._asks(played)
+            flat = iter(self._score([j for per_episode in asks for j in per_episode]))
+            return [(js, [next(flat) for _ in js]) for js in asks]
+        try:
+            return [(js, batch.result()[offset:offset + len(js)])
+                    for js, batch, offset in (self._sent[p.spec.key] for p in played)]
+        finally:
+            self._pool.shutdown()
+
+
 class RolloutWorker:
     """`run` plays groups of episodes against the actor's engine and scores them with the critic.
 
@@ -133,18 +180,17 @@ class RolloutWorker:
         sampling = sampling or SamplingSpec.from_config(r, r.top_p, logprobs=True)
         driver = EpisodeDriver(self.engine, protocol or self.protocol, caller, sampling, adapter=adapter,
                                seed=seed, max_live=r.max_live_episodes)
-        played, stats = driver.play(specs)
-
         before = self.critic.counts()
+        judge = _Judging(self.critic, self.rewards, overlap=bool(r.critic_overlap))
+        played, stats = driver.play(specs, on_done=judge.send)
         t0 = time.perf_counter()
-        asks = [turn_judgments(p.spec.instance, p.turns, self.rewards) for p in played]
-        scores = iter(score_each(self.critic, [j for per_episode in asks for j in per_episode]))
-        t_critic = time.perf_counter() - t0
-        out = [self._result(p, js, [next(scores) for _ in js]) for p, js in zip(played, asks)]
+        out = [self._result(p, js, scores) for p, (js, scores) in zip(played, judge.scores(played))]
+        t_critic = time.perf_counter() - t0  # what the step waits for the critic once the episodes are played
         after = self.critic.counts()
         return RolloutBatch(
             episodes=out,
-            timings={"generation": stats.generation_s, "critic": t_critic, "sandbox": caller.seconds},
+            timings={"generation": stats.generation_s, "critic": t_critic, "critic_busy": judge.busy_s,
+                     "sandbox": caller.seconds},
             critic_counts={k: after[k] - before.get(k, 0) for k in after},
             generated_tokens=stats.generated_tokens, engine_calls=stats.engine_calls, idle_slots=stats.idle_slots,
         )

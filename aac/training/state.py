@@ -40,19 +40,20 @@ class LearnerStates:
         return out
 
 
-def resume(cfg: Any, ckpt_root: Path, learner: Any, metrics: Path) -> tuple[int, int]:
-    """(step, adapter version) to start from: `cfg.resume` (false, true = the latest under `ckpt_root`,
-    or a checkpoint path) restored into `learner`, the metrics after it dropped; (0, 0) when fresh."""
+def resume(cfg: Any, ckpt_root: Path, learner: Any, metrics: Path) -> tuple[int, int, Any]:
+    """(step, adapter version, the rollout collected ahead or None) to start from: `cfg.resume` (false,
+    true = the latest under `ckpt_root`, or a checkpoint path) restored into `learner`, the metrics after
+    it dropped; (0, 0, None) when fresh."""
     want = cfg.resume
     if want in (False, None, "false", "False"):
-        return 0, 0
+        return 0, 0, None
     path = checkpoint.latest(ckpt_root) if want in (True, "true", "True") else Path(str(want))
     if path is None or not path.exists():
         log.info("resume: no checkpoint under %s, starting fresh", ckpt_root)
-        return 0, 0
+        return 0, 0, None
     state = checkpoint.load(path, learner=learner)
     if state.get("config_hash") != checkpoint.config_hash(cfg):
         log.warning("resume: config differs from the checkpoint's; continuing with the new one")
     truncate(metrics, state["step"])  # steps after the checkpoint rerun
     log.info("resumed from %s at step %d (adapter v%d)", path, state["step"], state["version"])
-    return state["step"], state["version"]
+    return state["step"], state["version"], state["ahead"]

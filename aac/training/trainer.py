@@ -22,10 +22,11 @@ from aac.learner.batching import Sample
 from aac.metrics import MetricsLog, rollout_metrics, signal_metrics, timed
 from aac.rewards.advantages import batch_advantages
 from aac.rollout.driver import SamplingSpec
-from aac.rollout.fanout import play_step
+from aac.rollout.fanout import LaunchedStep, launch_step
 from aac.rollout.workers import RolloutBatch
 from aac.training.data_order import DataOrder, seed_everything
 from aac.training.held_out import HeldOutEval
+from aac.training.pipeline import RolloutAhead, lag_metrics
 from aac.training.state import LearnerStates, resume
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
@@ -64,7 +65,8 @@ class Trainer:
         self.held_out = HeldOutEval(cfg, self.pieces)
         self.ckpt_root = out_dir / "checkpoints"
         self.states = LearnerStates(out_dir / "learner")
-        self.step, self.version = resume(cfg, self.ckpt_root, self.learner, out_dir / "metrics.jsonl")
+        self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps)
+        self.step, self.version, self.ahead.ready = resume(cfg, self.ckpt_root, self.learner, out_dir / "metrics.jsonl")
         # what a rebuilt piece restores: this version's learner state and adapter (version 0: the fresh
         # LoRA, B = 0, or learner.init_adapter)
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
@@ -82,10 +84,16 @@ class Trainer:
     # ------------------------------------------------------------------ pieces of a step (hooks for experiments)
 
     def rollout(self, groups: list[list[Instance]], *, sampling: Optional[SamplingSpec] = None,
-                protocol: Optional[ProtocolConfig] = None) -> RolloutBatch:
+                protocol: Optional[ProtocolConfig] = None, step: Optional[int] = None) -> RolloutBatch:
         """Play one episode per (group, instance) across the workers, seeded by the step."""
-        return play_step(self.pieces.workers, groups, adapter=ACTOR, seed=self.cfg.seed * 100_003 + self.step,
-                         sampling=sampling, protocol=protocol)
+        return self.launch(groups, sampling=sampling, protocol=protocol, step=step).result()
+
+    def launch(self, groups: list[list[Instance]], *, step: Optional[int] = None, **kwargs: Any) -> LaunchedStep:
+        step = self.step if step is None else step
+        return launch_step(self.pieces.workers, groups, adapter=ACTOR, seed=self.cfg.seed * 100_003 + step, **kwargs)
+
+    def groups(self, step: int) -> list[list[Instance]]:
+        return [[self.instances[i]] * self.cfg.rollout.group_size for i in self.order.indices(step)]
 
     def advantages(self, batch: RolloutBatch) -> list[list[float]]:
         """Per-turn advantages, group by group, with the configured estimator."""
@@ -108,19 +116,25 @@ class Trainer:
             self.adapter_sync.load(self.version)
 
     def train_step(self) -> dict[str, Any]:
-        idx = self.order.indices(self.step)
+        idx, nxt = self.order.indices(self.step), self.step + 1
         m: dict[str, Any] = {}
         retries = self.supervised.retries
         with timed(m, "time/rollout_s"):
-            batch = self.supervised("rollout", lambda: self.rollout(
-                [[self.instances[i]] * self.cfg.rollout.group_size for i in idx]))
-        check_served(batch, self.version)
+            ahead = self.ahead.take(self.step)
+            batch, served = (ahead.batch, ahead.served) if ahead else (
+                self.supervised("rollout", lambda: self.rollout(self.groups(self.step))), self.version)
+        check_served(batch, served)
         adv = self.advantages(batch)
         samples = self.samples(batch, adv)
         probe = probe_of(batch, self.cfg.sync_probe_tokens)
         before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
+        if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
+            self.ahead.launch(nxt, self.version, lambda: self.launch(self.groups(nxt), step=nxt))
         with timed(m, "time/update_s"):
             upd = self.supervised("update", lambda: self.states.update(self.learner, samples, self.version))
+        with timed(m, "time/rollout_ahead_wait_s"):
+            self.supervised("rollout", self.ahead.collect)
+        m.update(lag_metrics(self.version - served, upd))
         self.version += 1
         m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before)))
         m["faults/actor_restarts"], m["faults/retried_phases"] = self.supervised.restarts, self.supervised.retries - retries
@@ -129,7 +143,7 @@ class Trainer:
         m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
         m["rollout/tokens_per_s"] = batch.generated_tokens / max(m["time/rollout_s"], 1e-9)
         m["adapter_version"] = self.version
-        m["uids"] = [self.instances[i].uid for i in idx]
+        m["uids"] = [self.instances[i].uid for i in idx]  # what step t trained on
         return m
 
     def evaluate(self) -> dict[str, float]:
@@ -140,7 +154,7 @@ class Trainer:
         so a run whose learner is gone still checkpoints)."""
         state = {"step": self.step, "version": self.version, "config_hash": checkpoint.config_hash(self.cfg)}
         path = checkpoint.save(self.ckpt_root, self.step, adapter=self.adapter_sync.path(self.version),
-                               learner_state=self.states.path(self.version), trainer_state=state,
+                               learner_state=self.states.path(self.version), trainer_state=state, ahead=self.ahead.ready,
                                keep=self.cfg.keep_checkpoints)
         log.info("checkpoint %s", path)
 
