@@ -101,6 +101,7 @@ class CoderTask:
     examples: list[Example]
     test_examples: list[tuple[str, Any]] = field(default_factory=list)
     domain: str = "pau"
+    source: str = ""  # the black box's code: what a web service call runs against
 
 
 def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: Any, *, timeout_s: float,

@@ -21,6 +21,7 @@ from aac.eval.codematch import CodeMatcher
 from aac.eval.judge import Judge, LogprobJudge, make_judge
 from aac.eval.lm import EngineCompleter
 from aac.eval.report import write_report
+from aac.eval.servicecall import ServiceCallMatcher
 from aac.progress import bar
 
 log = logging.getLogger("aac.eval")
@@ -63,7 +64,8 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
         "history_window": e.history_window, "max_calls": e.max_calls, "call_timeout_s": e.call_timeout_s,
         "judge_model": e.judge_model or model, "coder_model": e.coder_model or model,
         "judge_max_tokens": e.judge_max_tokens, "coder_max_tokens": e.coder_max_tokens,
-        "codematch_timeout_s": e.codematch_timeout_s, "seed": cfg.seed, **_protocol_identity(cfg),
+        "codematch_timeout_s": e.codematch_timeout_s, "service_call_timeout_s": e.service_call_timeout_s,
+        "seed": cfg.seed, **_protocol_identity(cfg),
     }
 
 
@@ -125,12 +127,18 @@ def play(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, adapter: 
     _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
 
 
-def scorers(cfg: Any, engines: EngineSet, pool: Any) -> tuple[Judge | LogprobJudge, CodeMatcher]:
-    """The judge and the code matcher of `eval.*` (shared by `aac.eval` and training's held-out eval)."""
+def scorers(cfg: Any, engines: EngineSet, pool: Any) -> tuple[Judge | LogprobJudge, CodeMatcher | ServiceCallMatcher]:
+    """The judge and the code matcher of `eval.*` (shared by `aac.eval` and training's held-out eval); the
+    web domain's matcher scores service calls (aac/eval/servicecall.py)."""
+    from aac.env.domains import get_domain
+
     e = cfg.eval
     kind = e.judge_engine or e.engine or cfg.rollout.engine
-    judge = make_judge(engines.get(kind, e.judge_model or cfg.model.name), e.judge_scoring, e.judge_max_tokens)
+    judge = make_judge(engines.get(kind, e.judge_model or cfg.model.name), e.judge_scoring, e.judge_max_tokens,
+                       subject=get_domain(cfg.env.domain).subject)
     coder = EngineCompleter(engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
+    if cfg.env.domain == "web":
+        return judge, ServiceCallMatcher(coder, pool, timeout_s=e.service_call_timeout_s)
     return judge, CodeMatcher(coder, pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args)
 
 
@@ -149,7 +157,8 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
     judge, matcher = scorers(cfg, engines, pool)
     t0 = time.perf_counter()
     with bar(len(todo), "scoring", enabled=cfg.logging.progress) as advance:
-        score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
+        score_episodes(todo, by_uid, judge, matcher, gold=e.gold or bool(getattr(matcher, "reference_rows", ())),
+                       batch_size=e.batch_size,
                        on_done=lambda recs: records.append_jsonl(path, recs), progress=advance)
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
