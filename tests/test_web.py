@@ -367,6 +367,9 @@ def test_service_calls_score_mock_robust_param_f1_and_outputs(pool, tiny, golds)
     assert plain.intents[0]["mock"] and not plain.intents[0]["robust"] and plain.intents[0]["matches"] == 1
     assert plain.intents[0]["errors"] == 1  # the unknown item raised KeyError: no match
     assert not is_robust_code(unguarded) and is_robust_code(golds["item_name"]) and param_f1([], []) == 1.0
+    slow = {name: code.replace("    try:", "    __import__('time').sleep(0.5)\n    try:", 1) for name, code in golds.items()}
+    cut, = ServiceCallMatcher(_coder(golds, slow), pool, timeout_s=0.2).score([task])  # eval.service_call_timeout_s
+    assert (cut.score, cut.errors, cut.mock) == (0.0, 4, 0.0)
 
 
 def test_scoring_adds_the_reference_rows_and_the_report_shows_them(pool, tiny, golds, tmp_path):

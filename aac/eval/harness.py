@@ -64,8 +64,8 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
         "history_window": e.history_window, "max_calls": e.max_calls, "call_timeout_s": e.call_timeout_s,
         "judge_model": e.judge_model or model, "coder_model": e.coder_model or model,
         "judge_max_tokens": e.judge_max_tokens, "coder_max_tokens": e.coder_max_tokens,
-        "codematch_timeout_s": e.codematch_timeout_s, "service_call_timeout_s": e.service_call_timeout_s,
-        "seed": cfg.seed, **_protocol_identity(cfg),
+        "codematch_timeout_s": e.codematch_timeout_s, "seed": cfg.seed, **_protocol_identity(cfg),
+        **({"service_call_timeout_s": e.service_call_timeout_s} if cfg.env.domain == "web" else {}),
     }
 
 

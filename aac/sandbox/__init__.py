@@ -1,7 +1,9 @@
 """Running untrusted code: isolation, a zygote forking warm children, input parsing and the one output normalisation.
 
 Knows nothing of models or rewards. `_worker.py`, `_protocol.py`, `_isolate.py` and `values.py` are
-stdlib-only: the untrusted worker loads them by path, without the `aac` package."""
+stdlib-only: the untrusted worker loads them by path, without the `aac` package. So are the web domain's
+`web_service.py` (a REST service model) and `web_transport.py` (the virtual transport), which a sandbox
+program of that domain loads by path."""
 
 from aac.sandbox.pool import CallResult, SandboxPool, run_function
 from aac.sandbox.values import InputParseError, normalize, outputs_match, parse_input

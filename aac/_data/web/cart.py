@@ -97,7 +97,28 @@ def new_cart_id():
         return None
 
 
+def remove_item(items, sku):
+    """Create a cart with the Basket API, add each (sku, quantity) pair of `items`, remove the line of `sku`,
+    and return the SKUs left in the cart as the service shows it, or None if a request fails."""
+    import requests
+
+    base = "https://api.basket.example/carts"
+    try:
+        r = requests.post(base, timeout=10)
+        r.raise_for_status()
+        cart_id = r.json()["id"]
+        for item, qty in items:
+            requests.post(f"{base}/{cart_id}/items", json={"sku": item, "qty": qty}, timeout=10).raise_for_status()
+        requests.delete(f"{base}/{cart_id}/items/{sku}", timeout=10).raise_for_status()
+        r = requests.get(f"{base}/{cart_id}", timeout=10)
+        r.raise_for_status()
+        return [line["sku"] for line in r.json()["items"]]
+    except requests.RequestException:
+        return None
+
+
 CASES = {
     "order_total": [([["SKU-APL", 3], ["SKU-BRD", 1]],), ([["SKU-TEA", 2], ["SKU-MLK", 1]],), ([["SKU-XYZ", 1]],)],
     "new_cart_id": [()],
+    "remove_item": [([["SKU-APL", 1], ["SKU-TEA", 2], ["SKU-MLK", 1]], "SKU-APL"), ([["SKU-MLK", 1]], "SKU-BRD")],
 }

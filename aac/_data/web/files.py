@@ -3,13 +3,12 @@ X-Api-Key: bx-store-5 (401 otherwise). Two files exist: docs/readme.txt ("Welcom
 docs/todo.txt ("1. tidy\n2. ship").
 PUT /files/{name} with a JSON body {"content": text} stores (or replaces) a file and answers 201 {"name",
 "size", "version"} when new, 200 when replaced (version counts the writes, from 1); names are letters,
-digits, dots, dashes, underscores and at most one slash (docs/a.txt); another name is a 400; content over
-5000 characters is a 422.
-GET /files/{name} returns {"name", "size", "version", "content"}; DELETE /files/{name} answers 204; an
-unknown file is a 404.
+digits, dots, dashes and underscores, with at most one slash, which PUT takes encoded (docs%2Fa.txt);
+another name is a 400; content over 5000 characters is a 422.
+GET /files/{name} returns {"name", "size", "version", "content"}; DELETE /files/{name} answers 204; both
+take a name with a slash as it is (GET /files/docs/a.txt) or encoded; an unknown file is a 404.
 GET /files?prefix=TEXT returns {"files": [{"name", "size"}, ...]} sorted by name, only names starting with
-the prefix when given.
-A file name holding a slash is sent with the slash encoded (docs%2Fa.txt) or as is."""
+the prefix when given."""
 
 import re
 
@@ -45,11 +44,6 @@ def put(name, content):
     return status, {"name": name, "size": len(content), "version": version}
 
 
-@api.route("PUT", "/files/{folder}/{name}")
-def put_nested(folder, name, content):
-    return put(f"{folder}/{name}", content)
-
-
 @api.route("GET", "/files/{name}")
 def get_file(name):
     name, (content, version) = _file(name)
@@ -66,6 +60,11 @@ def delete(name):
     name, _ = _file(name)
     del FILES[name]
     return 204, None
+
+
+@api.route("DELETE", "/files/{folder}/{name}")
+def delete_nested(folder, name):
+    return delete(f"{folder}/{name}")
 
 
 @api.route("GET", "/files")
@@ -107,7 +106,34 @@ def file_names(prefix):
         return None
 
 
+def read_file(name):
+    """Read a text file from Boxstore by name, such as docs/readme.txt (key bx-store-5 in the X-Api-Key
+    header). Return its content, or None if the file is unknown or the request fails."""
+    import requests
+
+    try:
+        r = requests.get(f"https://api.boxstore.example/files/{name}", headers={"X-Api-Key": "bx-store-5"}, timeout=10)
+        r.raise_for_status()
+        return r.json()["content"]
+    except requests.RequestException:
+        return None
+
+
+def delete_file(name):
+    """Delete a Boxstore file by name, such as docs/todo.txt (key bx-store-5 in the X-Api-Key header).
+    Return True if it was deleted, False otherwise."""
+    import httpx
+
+    try:
+        r = httpx.delete(f"https://api.boxstore.example/files/{name}", headers={"X-Api-Key": "bx-store-5"})
+        return r.status_code == 204
+    except httpx.HTTPError:
+        return False
+
+
 CASES = {
     "save_text": [("notes.txt", "hello"), ("bad name!", "x"), ("big.txt", "long text long text")],
     "file_names": [("docs/",), ("docs/r",), ("img/",)],
+    "read_file": [("docs/readme.txt",), ("docs/none.txt",)],
+    "delete_file": [("docs/todo.txt",), ("x.txt",)],
 }

@@ -96,7 +96,25 @@ def book_room(hotel_id, nights, guest):
         return None
 
 
+def cancel_new_booking(hotel_id, guest):
+    """Book one night in a hotel for a guest with the Staywell API (bearer token sw-partner-2), then cancel
+    that booking. Return the status the cancellation reports, or None if a request fails."""
+    import requests
+
+    headers = {"Authorization": "Bearer sw-partner-2"}
+    try:
+        r = requests.post("https://api.staywell.example/bookings",
+                          json={"hotel_id": hotel_id, "nights": 1, "guest": guest}, headers=headers, timeout=10)
+        r.raise_for_status()
+        r = requests.delete(f"https://api.staywell.example/bookings/{r.json()['id']}", headers=headers, timeout=10)
+        r.raise_for_status()
+        return r.json()["status"]
+    except requests.RequestException:
+        return None
+
+
 CASES = {
     "cheapest_hotel": [("Seville", 200), ("bergen", 150), ("Bergen", 50), ("Paris", 500)],
     "book_room": [(2, 3, "Ada"), (5, 1, "Bo"), (3, 2, "Cy"), (1, 30, "Di")],
+    "cancel_new_booking": [(1, "Ann"), (3, "Ben")],
 }
