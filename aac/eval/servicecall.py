@@ -99,6 +99,11 @@ class ServiceCallScore:
 
 
 def _score_intent(code: str, intent: dict, expected: dict, results: list) -> dict:
+    """One intent's Mock, Robust, ParamF1 and output matches, from its code's runs on the intent's inputs."""
+    if not code:
+        return {"function": intent["signature"], "code": "", "mock": False, "robust": False, "param_f1": 0.0,
+                "matches": 0, "total": len(intent["inputs"]), "errors": 0, "request": None,
+                "note": "no code in the coder's reply"}
     calls = [r.normalized if r.ok and isinstance(r.normalized, dict) else None for r in results]
     first = calls[0]["requests"][0] if calls and calls[0] and calls[0].get("requests") else None
     gold = expected["interface"]
@@ -128,19 +133,15 @@ class ServiceCallMatcher:
 
     def score(self, tasks: Sequence[CoderTask]) -> list[ServiceCallScore]:
         items = [(t, parse_intent(literal), expected) for t in tasks for literal, expected in t.test_examples]
-        replies = self.completer([coder_messages(t, intent) for t, intent, _ in items])
-        codes = [extract_code(r) for r in replies]
+        codes = [extract_code(r) for r in self.completer([coder_messages(t, intent) for t, intent, _ in items])]
         runs = [(program(t.source, "call", code, function_name(intent["signature"])), repr(tuple(args)))
                 for (t, intent, _), code in zip(items, codes) if code for args in intent["inputs"]]
         results = iter(self.pool.call_many(runs, timeout_s=self.timeout_s) if runs else [])
-        scored = iter(_score_intent(code, intent, expected, [next(results) for _ in intent["inputs"]]) if code else
-                      {"function": intent["signature"], "code": "", "mock": False, "robust": False, "param_f1": 0.0,
-                       "matches": 0, "total": len(intent["inputs"]), "errors": 0, "request": None,
-                       "note": "no code in the coder's reply"}
-                      for (_, intent, expected), code in zip(items, codes))
+        per_intent = iter([_score_intent(code, intent, expected, [next(results) for _ in intent["inputs"]] if code else [])
+                           for (_, intent, expected), code in zip(items, codes)])
         out = []
         for t in tasks:
-            per = [next(scored) for _ in t.test_examples]
+            per = [next(per_intent) for _ in t.test_examples]
             if not per:
                 raise ValueError("service-call scoring needs at least one intent")
             matches, total = sum(p["matches"] for p in per), sum(p["total"] for p in per)
