@@ -129,7 +129,6 @@ class ServiceResult:
     reason: str | None = None  # why the service was dropped
     routes: list[tuple[str, str]] = field(default_factory=list)
     covered: set[tuple[str, str]] = field(default_factory=set)  # routes the stored examples reach
-    statuses: Counter = field(default_factory=Counter)  # of the example exchanges and gold requests
 
 
 class _Dropped(Exception):
@@ -191,7 +190,6 @@ def build_service(src: ServiceSource, pool: SandboxPool, cfg: WebConfig = WebCon
         return res
     res.covered = {(q["method"], q["route"]) for q in requests if q["route"] is not None} & set(res.routes)
     context = [(repr(q), result) for q, result in zip(src.examples, recorded["results"])]
-    res.statuses.update(str(result[0]) for _, result in context)
     inst = Instance(uid=f"web/{src.name}", source="web", code=src.code, description=src.description,
                     header=render_header(about["host"], res.routes), train_examples=context,
                     test_examples=tests, all_examples=[(q, r, None) for q, r in context], domain=DOMAIN.name)
