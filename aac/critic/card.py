@@ -1,8 +1,9 @@
 """The critic's report card: can this critic tell a right description from a wrong one?
 
 On a split, every instance's gold description is graded as a hypothesis (with the two context
-examples, as its domain shows them, as the calls seen) next to two wrong ones: another function's gold description
-(mismatched) and a near-miss of its own (`degrade`: a condition negated or a sentence dropped).
+examples, as its domain shows them, as the calls seen) next to two wrong ones: another instance's
+gold description (mismatched) and a near-miss of its own (`degrade`: a condition negated or a
+sentence dropped).
 The card holds the AUC of gold vs mismatched and of gold vs degraded (the chance that a random gold
 outscores a random wrong one; 0.5 is chance), the score spread, the parse-failure and fallback rates
 and the cost per judgment. Written as `card.json` + `card.png` (score distributions) by

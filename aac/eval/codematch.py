@@ -138,6 +138,8 @@ def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, Any]]]
 class CodeMatcher:
     """Coder model + sandbox: descriptions in, code-match scores out, one batch at a time."""
 
+    reference_rows: tuple[str, ...] = ()  # rows aac.eval always adds beside the agent's (eval.gold adds "gold")
+
     def __init__(self, completer: Completer, pool: Any, *, timeout_s: float = 0.5, spread_list: bool = True):
         self.completer = completer
         self.pool = pool

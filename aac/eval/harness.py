@@ -157,8 +157,7 @@ def score(cfg: Any, instances: list, run_dir: Path, engines: EngineSet, pool: An
     judge, matcher = scorers(cfg, engines, pool)
     t0 = time.perf_counter()
     with bar(len(todo), "scoring", enabled=cfg.logging.progress) as advance:
-        score_episodes(todo, by_uid, judge, matcher, gold=e.gold or bool(getattr(matcher, "reference_rows", ())),
-                       batch_size=e.batch_size,
+        score_episodes(todo, by_uid, judge, matcher, gold=e.gold or bool(matcher.reference_rows), batch_size=e.batch_size,
                        on_done=lambda recs: records.append_jsonl(path, recs), progress=advance)
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 

@@ -30,7 +30,7 @@ def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], ju
     """Rate each episode's description against the gold one and code-match it. With `gold`, also the
     reference rows: code match from the gold description on the same observed examples, and, where the
     matcher has that row (web service calls), from no documentation at all (`code_match_intent_only`)."""
-    intent_only = gold and "intent_only" in getattr(matcher, "reference_rows", ())
+    intent_only = gold and "intent_only" in matcher.reference_rows
     for start in range(0, len(episodes), batch_size):
         chunk = episodes[start: start + batch_size]
         insts = [instances[e["uid"]] for e in chunk]
