@@ -321,7 +321,9 @@ class EvalConfig:
     judge_max_tokens: int = 256
     judge_scoring: CriticScoring = CriticScoring.generate  # logprob: the expected 1-5 from one forward pass
     coder_max_tokens: int = 512
-    gold: bool = False  # also code-match from the gold description: the per-instance upper bound (web: always, with the intent-only row)
+    # also code-match from the gold description: the per-instance upper bound (web: always, beside the
+    # intent-only row)
+    gold: bool = False
     score: bool = True  # false: only play the episodes (score later by rerunning with true)
     name: Optional[str] = None  # label of the run in reports and comparisons
     bootstrap_resamples: int = 10000
