@@ -38,11 +38,11 @@ from aac.env.observation import Observation
 from aac.env.prompts import Wording, strip_think
 from aac.sandbox.pool import CallResult
 from aac.sandbox.values import InputParseError, parse_literal
+from aac.sandbox.web_service import METHODS
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
 
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TRANSPORT = Path(__file__).resolve().parents[2] / "sandbox" / "web_transport.py"
 INTENT_KEYS = ("intent", "signature", "gold", "inputs")
 INTERFACE_KEYS = ("host", "route", "method", "params")
