@@ -109,8 +109,8 @@ def render_markdown(report: dict) -> str:
         lines += ["", "## Service calls (virtual execution, SCCGBench-style)", "",
                   "A coder writes each held-out intent's service-call function from this documentation; Mock: "
                   "host, route and method of its request equal the gold's; Robust: Mock plus a status check and "
-                  "exception handling; ParamF1: the request's parameter names; output match: return values on "
-                  "the intent's test inputs.", "",
+                  "exception handling; ParamF1: the request's parameter names; output match: the gold's request "
+                  "and return value on each of the intent's test inputs.", "",
                   "| documentation | intents | Mock | Robust | ParamF1 | output match |", "|---|---|---|---|---|---|"]
         for row, _, label in SERVICE_CALL_ROWS:
             m = report["service_calls"].get(row)

@@ -12,8 +12,11 @@ first (a successful) input, against the gold function's:
   `ok`, `status`, `getcode`, `is_success`, ..., or catches urllib's HTTPError / URLError, which urllib
   raises for an error status) and handles exceptions (a `try` with a handler);
 - **ParamF1**: F1 of the request's parameter names (query and body) against the gold's (both empty: 1);
-- **output match**: the fraction of the test inputs whose return value equals the gold function's
-  (the one normalisation of aac/sandbox/values.py); a call that raised matches nothing.
+- **output match**: the fraction of the test inputs on which the code makes the gold's request (host,
+  route, method) and returns what the gold function returns (the one normalisation of
+  aac/sandbox/values.py); a call that raised matches nothing. Without the request condition, a
+  function that never reaches the service would match every error case whose answer is None (36%
+  of builtin:web's test inputs).
 An instance's `score` is its output match over all its intents' inputs (the report's "code match").
 """
 
@@ -104,12 +107,15 @@ def _score_intent(code: str, intent: dict, expected: dict, results: list) -> dic
         return {"function": intent["signature"], "code": "", "mock": False, "robust": False, "param_f1": 0.0,
                 "matches": 0, "total": len(intent["inputs"]), "errors": 0, "request": None,
                 "note": "no code in the coder's reply"}
-    calls = [r.normalized if r.ok and isinstance(r.normalized, dict) else None for r in results]
-    first = calls[0]["requests"][0] if calls and calls[0] and calls[0].get("requests") else None
     gold = expected["interface"]
-    mock = first is not None and all(first[k] == gold[k] for k in ("host", "route", "method"))
-    matched = [c is not None and c.get("raised") is None and outputs_match(c.get("value"), want)
-               for c, want in zip(calls, expected["outputs"])]
+    calls = [r.normalized if r.ok and isinstance(r.normalized, dict) else None for r in results]
+    requests = [c["requests"][0] if c and c.get("requests") else None for c in calls]  # each input's first
+    right = [q is not None and all(q[k] == gold[k] for k in ("host", "route", "method")) for q in requests]
+    first, mock = requests[0], right[0]
+    # a return value counts only after the right request: a function that never reaches the service would
+    # otherwise match every error case whose gold answer is None
+    matched = [ok and c.get("raised") is None and outputs_match(c.get("value"), want)
+               for c, ok, want in zip(calls, right, expected["outputs"])]
     return {"function": intent["signature"], "code": code, "mock": mock, "robust": mock and is_robust_code(code),
             "param_f1": param_f1(first["params"], gold["params"]) if first is not None else 0.0,
             "matches": sum(matched), "total": len(matched),
