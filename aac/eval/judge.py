@@ -17,7 +17,8 @@ from aac.engines.base import GenRequest
 from aac.env.prompts import strip_think
 from aac.eval.lm import Completer, EngineCompleter, EngineFailure
 
-SYSTEM = "You are a careful grader of descriptions of Python {subjects}. You answer concisely."
+_SYSTEM = "You are a careful grader of descriptions of Python {subjects}. You answer concisely."
+SYSTEM = _SYSTEM.format(subjects="functions")  # the function domains' (pau, library)
 
 RUBRIC = """\
 Someone explored an unknown Python {subject} only by calling it, then described what it does.
@@ -54,7 +55,7 @@ def judge_messages(header: str, gold: str, predicted: str, scoring: str = "gener
     """The judge's chat; `subject`: what was explored (the domain's: function, class, web service)."""
     user = RUBRIC.format(header=header.strip(), gold=gold.strip(), predicted=predicted.strip(),
                          answer=ANSWER[scoring], subject=subject, Subject=subject[:1].upper() + subject[1:])
-    return [{"role": "system", "content": SYSTEM.format(subjects=f"{subject}s")}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": _SYSTEM.format(subjects=f"{subject}s")}, {"role": "user", "content": user}]
 
 
 def parse_rating(text: str) -> int | None:
