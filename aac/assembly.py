@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from aac.sandbox import SandboxPool
     from aac.scorers.codematch import CodeMatcher
     from aac.scorers.judge import Judge, LogprobJudge
+    from aac.scorers.servicecall import ServiceCallMatcher
 
 log = logging.getLogger("aac")
 
@@ -97,20 +98,25 @@ class Run:
             self._pool = open_pool(self.cfg.env)
         return self._pool
 
-    def scorers(self) -> tuple[Judge | LogprobJudge, CodeMatcher]:
-        """The judge and the code matcher of `eval.*` (the same for `aac.eval` and held-out eval)."""
+    def scorers(self) -> tuple[Judge | LogprobJudge, CodeMatcher | ServiceCallMatcher]:
+        """The judge and the code matcher of `eval.*` (the same for `aac.eval` and held-out eval); the web
+        domain's matcher scores service calls (aac/scorers/servicecall.py)."""
         if self._scorers is None:
+            from aac.env.domains import get_domain
             from aac.scorers.codematch import CodeMatcher
             from aac.scorers.judge import make_judge
             from aac.scorers.lm import EngineCompleter
+            from aac.scorers.servicecall import ServiceCallMatcher
 
             cfg, e = self.cfg, self.cfg.eval
             kind = e.judge_engine or e.engine or cfg.rollout.engine
             judge = make_judge(self.engines.get(kind, e.judge_model or cfg.model.name), e.judge_scoring,
-                               e.judge_max_tokens)
+                               e.judge_max_tokens, subject=get_domain(cfg.env.domain).subject)
             coder = EngineCompleter(self.engines.get(kind, e.coder_model or cfg.model.name), e.coder_max_tokens)
-            self._scorers = judge, CodeMatcher(coder, self.pool, timeout_s=e.codematch_timeout_s,
-                                               spread_list=cfg.env.spread_list_args)
+            matcher: CodeMatcher | ServiceCallMatcher = (
+                ServiceCallMatcher(coder, self.pool, timeout_s=e.service_call_timeout_s) if cfg.env.domain == "web"
+                else CodeMatcher(coder, self.pool, timeout_s=e.codematch_timeout_s, spread_list=cfg.env.spread_list_args))
+            self._scorers = judge, matcher
         return self._scorers
 
     def rebuild_dead(self) -> list[str]:

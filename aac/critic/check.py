@@ -8,6 +8,7 @@ overrides are the training ones:
     python -m aac.critic.check critic.backend=openai critic.openai.base_url=http://127.0.0.1:8000/v1 \\
         critic.openai.model=NAME critic.scoring=logprob --out runs/critic_card/NAME
     python -m aac.critic.check --data path/to/test.jsonl --limit 50 critic.backend=hf
+    python -m aac.critic.check env.domain=web                  # another domain's built-in set
 
 Writes OUT/card.json and OUT/card.png and prints the headline; train with critic.card=OUT/card.json.
 """
@@ -33,7 +34,8 @@ def critic_about(cfg, data: str, split: str) -> dict:
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m aac.critic.check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="builtin:humaneval", help="dataset spec, as env.data (default %(default)s)")
+    ap.add_argument("--data", default=None, help="dataset spec, as env.data (default: env.data, the domain's "
+                                                 "built-in set: builtin:humaneval for pau)")
     ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int, default=None, help="first N functions (default: all)")
     ap.add_argument("--out", default=None, help="output folder (default runs/critic_card/MODEL-BACKEND-SCORING)")
@@ -52,12 +54,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"aac.critic.check: bad config: {msg}", file=sys.stderr)
         return 2
-    instances = load_instances(args.data, split=args.split, limit=args.limit)
+    data = args.data or cfg.env.data
+    instances = load_instances(data, split=args.split, limit=args.limit, domain=cfg.env.domain)
     if len(instances) < 2:
-        print(f"aac.critic.check: need at least 2 functions, {args.data}:{args.split} has {len(instances)}",
+        print(f"aac.critic.check: need at least 2 instances, {data}:{args.split} has {len(instances)}",
               file=sys.stderr)
         return 2
-    about = critic_about(cfg, args.data, args.split)
+    about = critic_about(cfg, data, args.split)
     out = args.out or f"runs/critic_card/{about['model']}-{about['backend']}-{about['scoring']}".replace(":", "_")
     engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)
     critic = PrivilegedCritic(critic_engine(engines, cfg.critic), cfg.critic, seed=cfg.seed)

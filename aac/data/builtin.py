@@ -60,6 +60,7 @@ BUILTINS: dict[str, str | SourceSplit | DomainBuilder] = {
               "cruxeval:{sources}/cruxeval/cruxeval.jsonl")),
     "stateful": DomainBuilder("aac.data.stateful"),  # the stateful domain's classes
     "library": DomainBuilder("aac.data.library"),  # real library functions under an unseen name
+    "web": DomainBuilder("aac.data.web"),  # web services as black boxes, with held-out service-call intents
 }
 
 

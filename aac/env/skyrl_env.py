@@ -7,7 +7,7 @@
 
 `extras` holds the instance: `extras["instance"]` (an `Instance` or a PAU row), or the PAU columns
 at the top level of `extras` (a SkyRL dataset row). `env_config` holds `ProtocolConfig` fields and
-`domain` (`pau` by default, or `stateful` / `library`: the row is read and checked as one of it). Calls
+`domain` (`pau` by default, or `stateful` / `library` / `web`: the row is read and checked as one of it). Calls
 go through `aac.sandbox.pool.run_function` (one shared sandbox pool per process) unless
 `make(..., caller=f)`.
 

@@ -6,5 +6,5 @@ description score, code match in the sandbox, statistics, reports, plots and run
 
 In Python: `aac.eval.harness.evaluate(cfg)`, `aac.eval.compare.compare(run_dirs)`,
 `aac.eval.report.write_report(run_dir)`; the scoring pieces are `judge.Judge`,
-`codematch.CodeMatcher` and `stats.paired_bootstrap`.
+`codematch.CodeMatcher` (the web domain's: `servicecall.ServiceCallMatcher`) and `stats.paired_bootstrap`.
 """

@@ -62,6 +62,7 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
         "judge_model": e.judge_model or model, "coder_model": e.coder_model or model,
         "judge_max_tokens": e.judge_max_tokens, "coder_max_tokens": e.coder_max_tokens,
         "codematch_timeout_s": e.codematch_timeout_s, "seed": cfg.seed, **_protocol_identity(cfg),
+        **({"service_call_timeout_s": e.service_call_timeout_s} if cfg.env.domain == "web" else {}),
     }
 
 
@@ -138,7 +139,7 @@ def score(cfg: Any, instances: list, run_dir: Path, run: Run) -> None:
     judge, matcher = run.scorers()
     t0 = time.perf_counter()
     with bar(len(todo), "scoring", enabled=cfg.logging.progress) as advance:
-        score_episodes(todo, by_uid, judge, matcher, gold=e.gold, batch_size=e.batch_size,
+        score_episodes(todo, by_uid, judge, matcher, gold=e.gold or bool(matcher.reference_rows), batch_size=e.batch_size,
                        on_done=lambda recs: records.append_jsonl(path, recs), progress=advance)
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 

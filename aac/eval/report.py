@@ -39,7 +39,30 @@ def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
     gold = [s["code_match_gold"]["score"] for s in scored if s.get("code_match_gold")]
     if gold:
         out["code_match_gold"] = _code_match_block(gold)
+    calls = _service_calls(scored)
+    if calls:
+        out["service_calls"] = calls
     return out
+
+
+# documentation rows of the web domain's service calls: (row, score record key, label)
+SERVICE_CALL_ROWS = (("intent_only", "code_match_intent_only", "none (intent only)"),
+                     ("agent", "code_match", "the agent's"),
+                     ("gold", "code_match_gold", "gold (ceiling)"))
+
+
+def _service_calls(scored: list[dict]) -> dict:
+    """Mock, Robust, ParamF1 and output match of each documentation row, pooled over the intents (web)."""
+    rows = {}
+    for row, key, _ in SERVICE_CALL_ROWS:
+        intents = [i for s in scored if (s.get(key) or {}).get("intents") for i in s[key]["intents"]]
+        if intents:
+            total = sum(i["total"] for i in intents)
+            rows[row] = {"intents": len(intents), "mock_pct": pct([i["mock"] for i in intents]),
+                         "robust_pct": pct([i["robust"] for i in intents]),
+                         "param_f1": mean_std([i["param_f1"] for i in intents])[0],
+                         "output_match_pct": 100.0 * sum(i["matches"] for i in intents) / total if total else None}
+    return rows
 
 
 def summarize(identity: dict, episodes: list[dict], scores: dict[str, dict]) -> dict:
@@ -82,6 +105,18 @@ def render_markdown(report: dict) -> str:
         f"| format errors per turn | {fmt(100 * report['format_error_rate'], 1)} % |",
         f"| actor replies lost to engine errors | {report['actor_engine_errors']} |",
     ]
+    if "service_calls" in report:
+        lines += ["", "## Service calls (virtual execution, SCCGBench-style)", "",
+                  "A coder writes each held-out intent's service-call function from this documentation; Mock: "
+                  "host, route and method of its request equal the gold's; Robust: Mock plus a status check and "
+                  "exception handling; ParamF1: the request's parameter names; output match: the gold's request "
+                  "and return value on each of the intent's test inputs.", "",
+                  "| documentation | intents | Mock | Robust | ParamF1 | output match |", "|---|---|---|---|---|---|"]
+        for row, _, label in SERVICE_CALL_ROWS:
+            m = report["service_calls"].get(row)
+            if m:
+                lines.append(f"| {label} | {m['intents']} | {fmt(m['mock_pct'], 1)} % | {fmt(m['robust_pct'], 1)} % | "
+                             f"{fmt(m['param_f1'])} | {fmt(m['output_match_pct'], 1)} % |")
     if "timing" in report:
         stages = ", ".join(f"{k} {v['seconds']:.0f} s for {v['episodes']} episodes" for k, v in report["timing"].items())
         lines += ["", f"Wall time: {stages}."]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from aac.env.observation import Observation
 from aac.scorers.codematch import CodeMatcher, CoderTask
@@ -15,14 +17,21 @@ def coder_task(episode: dict, instance, description: str) -> CoderTask:
     examples = [Observation(inp, out, err) for inp, out, err in episode["observations"]]
     domain = get_domain(instance.domain)
     return CoderTask(header=instance.header, description=description, examples=examples,
-                     test_examples=domain.match_cases(instance), domain=domain.name)
+                     test_examples=domain.match_cases(instance), domain=domain.name, source=instance.code)
 
 
-def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge, matcher: CodeMatcher,
+def intent_only_task(instance) -> CoderTask:
+    """A coder task with no documentation, no header and no examples: the intent-only baseline."""
+    return replace(coder_task({"observations": []}, instance, ""), header="")
+
+
+def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge, matcher: CodeMatcher | Any,
                    *, gold: bool, batch_size: int, on_done: Callable[[list[dict]], None],
                    progress: Callable[[int], None] = lambda n: None) -> None:
-    """Rate each episode's description against the gold one and code-match it (and, with `gold`,
-    code-match the gold description on the same observed examples)."""
+    """Rate each episode's description against the gold one and code-match it. With `gold`, also the
+    reference rows: code match from the gold description on the same observed examples, and, where the
+    matcher has that row (web service calls), from no documentation at all (`code_match_intent_only`)."""
+    intent_only = gold and "intent_only" in matcher.reference_rows
     for start in range(0, len(episodes), batch_size):
         chunk = episodes[start: start + batch_size]
         insts = [instances[e["uid"]] for e in chunk]
@@ -33,6 +42,7 @@ def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], ju
         ratings = [next(rated) if i.description else None for i in insts]
         matches = matcher.score([coder_task(e, i, e["description"]) for e, i in zip(chunk, insts)])
         golds = matcher.score([coder_task(e, i, i.description) for e, i in zip(chunk, insts)]) if gold else None
+        baselines = matcher.score([intent_only_task(i) for i in insts]) if intent_only else None
         out = []
         for k, (e, r, m) in enumerate(zip(chunk, ratings, matches)):
             judge_rec = ({"score": None, "parsed": False, "text": "", "skipped": "no gold description"} if r is None
@@ -40,6 +50,8 @@ def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], ju
             rec = {"uid": e["uid"], "judge": judge_rec, "code_match": m.to_dict()}
             if golds is not None:
                 rec["code_match_gold"] = golds[k].to_dict()
+            if baselines is not None:
+                rec["code_match_intent_only"] = baselines[k].to_dict()
             out.append(rec)
         on_done(out)
         progress(len(chunk))

@@ -94,6 +94,7 @@ class CoderTask:
     examples: list[Observation]
     test_examples: list[tuple[str, Any]] = field(default_factory=list)
     domain: str = "pau"
+    source: str = ""  # the black box's code: what a web service call runs against
 
 
 def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: Any, *, timeout_s: float,
@@ -129,6 +130,8 @@ def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, Any]]]
 
 class CodeMatcher:
     """Coder model + sandbox: descriptions in, code-match scores out, one batch at a time."""
+
+    reference_rows: tuple[str, ...] = ()  # rows aac.eval always adds beside the agent's (eval.gold adds "gold")
 
     def __init__(self, completer: Completer, pool: Any, *, timeout_s: float = 0.5, spread_list: bool = True):
         self.completer = completer

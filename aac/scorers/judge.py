@@ -17,12 +17,13 @@ from aac.engines.base import GenRequest
 from aac.env.prompts import strip_think
 from aac.scorers.lm import Completer, EngineCompleter, EngineFailure
 
-SYSTEM = "You are a careful grader of descriptions of Python functions. You answer concisely."
+_SYSTEM = "You are a careful grader of descriptions of Python {subjects}. You answer concisely."
+SYSTEM = _SYSTEM.format(subjects="functions")  # the function domains' (pau, library)
 
 RUBRIC = """\
-Someone explored an unknown Python function only by calling it, then described what it does.
-Compare their predicted description with the reference description of the same function and rate
-how accurately the prediction describes the function's behaviour (what it returns, for which inputs,
+Someone explored an unknown Python {subject} only by calling it, then described what it does.
+Compare their predicted description with the reference description of the same {subject} and rate
+how accurately the prediction describes the {subject}'s behaviour (what it returns, for which inputs,
 edge cases). Judge behaviour, not wording or style.
 
 1 = completely inaccurate, empty, or unrelated
@@ -31,7 +32,7 @@ edge cases). Judge behaviour, not wording or style.
 4 = mostly accurate: only small details are missing or wrong
 5 = completely accurate
 
-Function header: {header}
+{Subject} header: {header}
 
 Reference description:
 {gold}
@@ -49,10 +50,12 @@ RATINGS = {str(k): k for k in range(1, 6)}
 _RATING = re.compile(r"rating\W{0,6}([1-5])(?![\d.]*\d)", re.IGNORECASE)
 
 
-def judge_messages(header: str, gold: str, predicted: str, scoring: str = "generate") -> list[dict]:
+def judge_messages(header: str, gold: str, predicted: str, scoring: str = "generate",
+                   subject: str = "function") -> list[dict]:
+    """The judge's chat; `subject`: what was explored (the domain's: function, class, web service)."""
     user = RUBRIC.format(header=header.strip(), gold=gold.strip(), predicted=predicted.strip(),
-                         answer=ANSWER[scoring])
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+                         answer=ANSWER[scoring], subject=subject, Subject=subject[:1].upper() + subject[1:])
+    return [{"role": "system", "content": _SYSTEM.format(subjects=f"{subject}s")}, {"role": "user", "content": user}]
 
 
 def parse_rating(text: str) -> int | None:
@@ -77,12 +80,13 @@ def rating_from_reply(text: str) -> Rating:
 class Judge:
     """Rates (header, gold, predicted) triples in one batch. An empty prediction scores 1 unasked."""
 
-    def __init__(self, completer: Completer):
+    def __init__(self, completer: Completer, subject: str = "function"):
         self.completer = completer
+        self.subject = subject
 
     def rate(self, items: list[tuple[str, str, str]]) -> list[Rating]:
         asked = [i for i, (_, _, pred) in enumerate(items) if pred.strip()]
-        replies = self.completer([judge_messages(*items[i]) for i in asked])
+        replies = self.completer([judge_messages(*items[i], subject=self.subject) for i in asked])
         out = [Rating(score=1, parsed=True, text="(empty prediction)")] * len(items)
         for i, reply in zip(asked, replies):
             out[i] = rating_from_reply(reply)
@@ -92,13 +96,15 @@ class Judge:
 class LogprobJudge:
     """`Judge` by next-token log-probs: the same interface, one forward pass per item."""
 
-    def __init__(self, engine: Any, adapter: str | None = None):
+    def __init__(self, engine: Any, adapter: str | None = None, subject: str = "function"):
         self.engine = engine
         self.adapter = adapter
+        self.subject = subject
 
     def rate(self, items: list[tuple[str, str, str]]) -> list[Rating]:
         asked = [i for i, (_, _, pred) in enumerate(items) if pred.strip()]
-        requests = [GenRequest(judge_messages(*items[i], scoring="logprob"), adapter=self.adapter) for i in asked]
+        requests = [GenRequest(judge_messages(*items[i], scoring="logprob", subject=self.subject), adapter=self.adapter)
+                    for i in asked]
         results = self.engine.next_token_logprobs(requests, list(RATINGS)) if requests else []
         failed = [r for r in results if r.error is not None]
         if failed:  # as EngineCompleter: an outage must not be stored as real scores
@@ -112,10 +118,11 @@ class LogprobJudge:
         return out
 
 
-def make_judge(engine: Any, scoring: str, max_tokens: int, adapter: str | None = None) -> Judge | LogprobJudge:
-    """The eval judge for `eval.judge_scoring` (generate | logprob) on `engine`."""
+def make_judge(engine: Any, scoring: str, max_tokens: int, adapter: str | None = None,
+               subject: str = "function") -> Judge | LogprobJudge:
+    """The eval judge for `eval.judge_scoring` (generate | logprob) on `engine`; `subject`: the domain's."""
     if scoring == "logprob":
-        return LogprobJudge(engine, adapter)
+        return LogprobJudge(engine, adapter, subject)
     if scoring != "generate":
         raise ValueError(f"eval.judge_scoring={scoring!r} is not one of: {', '.join(ANSWER)}")
-    return Judge(EngineCompleter(engine, max_tokens, adapter=adapter))
+    return Judge(EngineCompleter(engine, max_tokens, adapter=adapter), subject)

@@ -8,10 +8,11 @@ from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
 from aac.env.domains.library import LibraryDomain
 from aac.env.domains.pau import FunctionDomain
 from aac.env.domains.stateful import StatefulDomain
+from aac.env.domains.web import WebDomain
 
 __all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain", "open_pool", "pool_preload"]
 
-DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(), StatefulDomain(), LibraryDomain())}
+DOMAINS: dict[str, Domain] = {d.name: d for d in (FunctionDomain(), StatefulDomain(), LibraryDomain(), WebDomain())}
 
 
 def get_domain(name: str | Domain) -> Domain:

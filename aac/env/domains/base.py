@@ -7,7 +7,7 @@ information the critic sees, and how code match runs. The protocol (aac/env/prot
 the eval harness and the data builder ask the configured domain (`env.domain`), never a module of one.
 
 Domains: `pau` (stateless functions, the paper's; aac/env/domains/pau.py), `stateful` (an object's
-methods), `library` (a real library's function under an unseen name).
+methods), `library` (a real library's function under an unseen name), `web` (an HTTP service).
 """
 
 from __future__ import annotations
