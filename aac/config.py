@@ -379,7 +379,7 @@ class TrainConfig:
     # the bound of the sync check's weights part: a mean |logp_engine - logp_learner| per probe token above
     # it fails (staleness is caught by adapter versions, whatever the lr: aac/training/sync.py). null: 0.05
     # when engine and learner both run float32, else 0.5, above the gap a correct bf16 engine shows
-    # (benchmarks/RESULTS.md, "Sync gap")
+    # (benchmarks/RESULTS.md, "PPO ratio and the sync tolerance")
     sync_tolerance: Optional[float] = None
     sync_probe_tokens: int = 128  # generated tokens the check scores (turns of the step, longest first)
     keep_adapters: int = 2  # newest adapters/vN folders kept (checkpoints hold their own copies)

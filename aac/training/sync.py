@@ -12,7 +12,7 @@ The check has two parts, neither of which depends on the learning rate:
 - **weights** (a wrong adapter, e.g. bad scaling or another run's file): the mean |log p_engine -
   log p_learner| over a probe of at least `sync_probe_tokens` generated tokens must stay within
   `sync_tolerance`. That bound is calibrated on the gap a correct engine shows
-  (benchmarks/RESULTS.md, "Sync gap"): bf16 kernels sit up to ~0.17/token from an fp32 learner, so
+  (benchmarks/RESULTS.md, "PPO ratio and the sync tolerance"): bf16 kernels sit up to ~0.17/token from an fp32 learner, so
   the default (null) is 0.05 when engine and learner both run float32 and 0.5 otherwise. The gap is
   logged every step (`sync/logprob_gap`), with the gap to the learner's previous weights beside it
   (`sync/logprob_gap_previous`: how far the update moved the probe, for reading, not deciding)."""
