@@ -16,16 +16,20 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
+    from aac.learner import LearnerLike
 
 DONE = "trainer.json"  # written last inside the temp dir: its presence marks a complete checkpoint
 AHEAD = "rollout_ahead.pt"
 
 
-def config_hash(cfg: Any) -> str:
+def config_hash(cfg: TrainConfig) -> str:
     """What a resumed run compares with its checkpoint's (a differing config is warned about)."""
     from omegaconf import OmegaConf
 
@@ -51,8 +55,8 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3, learner: Any = None,
-         adapter: Optional[Path] = None, learner_state: Optional[Path] = None, ahead: Any = None) -> Path:
+def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3, learner: Optional[LearnerLike] = None,
+         adapter: Optional[Path] = None, learner_state: Optional[Path] = None, ahead: object = None) -> Path:
     """Write checkpoint `step` under `root` (temp dir, then rename), then point `latest` at it. The
     adapter and the learner's state come from `learner`, or as files already written (`adapter`, a peft
     folder, and `learner_state`, `Learner.save_state`'s file): a run whose learner died still checkpoints.
@@ -101,7 +105,7 @@ def latest(root: Path) -> Optional[Path]:
     return complete[-1] if complete else None
 
 
-def load(path: Path, *, learner: Any) -> dict[str, Any]:
+def load(path: Path, *, learner: LearnerLike) -> dict[str, Any]:
     """Restore learner and RNG state from `path`; returns the trainer state (with `ahead`: the rollout
     collected for the next step, or None)."""
     if not (path / DONE).exists():

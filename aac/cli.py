@@ -9,9 +9,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aac.config import ConfigError, named_error, register_configs, resource_dir, validate
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
 
 
 def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
@@ -50,7 +53,7 @@ def _one_line(e: BaseException) -> str:
     return msg + (f" (options: {', '.join(options)})" if options else "")
 
 
-def _precheck(overrides: list[str], config_name: str) -> Any:
+def _precheck(overrides: list[str], config_name: str) -> TrainConfig:
     """Compose once to turn Hydra/OmegaConf errors into one line naming the key; returns the config."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -86,7 +89,7 @@ def _split_flags(argv: list[str]) -> tuple[list[str], list[str]]:
     return flags, overrides
 
 
-def compose_argv(argv: list[str], config_name: str, default_recipe: str | None) -> tuple[list[str], Any]:
+def compose_argv(argv: list[str], config_name: str, default_recipe: str | None) -> tuple[list[str], TrainConfig]:
     """A command line's flags and its composed, validated config, for an entry point that is not a
     Hydra app (aac.skyrl); the same shorthands and one-line errors as `run_hydra`."""
     register_configs()
@@ -108,7 +111,7 @@ def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> N
     main()
 
 
-def output_dir(cfg: Any) -> Path:
+def output_dir(cfg: TrainConfig) -> Path:
     """Where a command writes: Hydra's run dir (`hydra.run.dir`, which defaults to `out_dir`) inside a
     Hydra entry, else `out_dir` (a config composed in a notebook or a test)."""
     from hydra.core.hydra_config import HydraConfig

@@ -6,13 +6,16 @@ nothing of each other."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aac.env.instance import Instance
 from aac.env.instance import load_instances as _load
 
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
 
-def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit: int | None = None,
+
+def load_instances(spec: str | os.PathLike[str] | Dataset | DatasetDict, *, split: str = "train", limit: int | None = None,
                    on_bad_row: str = "warn", domain: str = "pau") -> list[Instance]:
     """`aac.env.instance.load_instances` for instances of `domain` (`env.domain`, checked by the
     domain), with `builtin:NAME` resolved to its built split (built first if missing)."""

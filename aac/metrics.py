@@ -14,9 +14,13 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.phase import Phase
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
+    from aac.rollout.workers import RolloutBatch
 
 log = logging.getLogger("aac.train")
 
@@ -25,7 +29,7 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
+def rollout_metrics(batch: RolloutBatch, stop_threshold: float) -> dict[str, float]:
     """Per-step rollout metrics: rewards per phase, episode shape, parse failures, stops."""
     m: dict[str, float] = {}
     by_phase: dict[str, list[float]] = defaultdict(list)
@@ -64,7 +68,7 @@ def rollout_metrics(batch: Any, stop_threshold: float) -> dict[str, float]:
     return m
 
 
-def signal_metrics(batch: Any, advantages: list[list[float]], step: int) -> dict[str, float]:
+def signal_metrics(batch: RolloutBatch, advantages: list[list[float]], step: int) -> dict[str, float]:
     """Where a batch's training signal went (zero advantages, flat groups, critic scores); its warnings
     logged for `step`."""
     from aac.rewards.accounting import signal_accounting
@@ -85,7 +89,7 @@ def signal_metrics(batch: Any, advantages: list[list[float]], step: int) -> dict
 class MetricsLog:
     """Appends one JSON line per step; mirrors to wandb when enabled."""
 
-    def __init__(self, out_dir: Path, cfg: Any, config_dict: dict):
+    def __init__(self, out_dir: Path, cfg: TrainConfig, config_dict: dict):
         self.path = out_dir / "metrics.jsonl"
         self.wandb = None
         if cfg.logging.wandb_mode != "disabled":
@@ -115,7 +119,7 @@ class MetricsLog:
             self.wandb.finish()
 
 
-def _clean(v: Any) -> Any:
+def _clean(v: object) -> object:
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     return v

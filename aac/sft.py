@@ -18,13 +18,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from aac import checkpoint
 from aac.cli import run_hydra
 from aac.config import ConfigError, validate
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from aac.traces import TraceTurn
 
 log = logging.getLogger("aac.sft")
 DEFAULT_RECIPE = "smollm2_cpu"
@@ -37,8 +42,8 @@ class Tokenized:
     completion_ids: list[int]
 
 
-def tokenize_turns(turns: list[Any], tokenizer: Any, chat_template_kwargs: dict, max_reply_tokens: int | None,
-                   max_len: int) -> list[Tokenized]:
+def tokenize_turns(turns: list[TraceTurn], tokenizer: PreTrainedTokenizerBase, chat_template_kwargs: dict,
+                   max_reply_tokens: int | None, max_len: int) -> list[Tokenized]:
     """Prompt ids through the engines' chat rendering (the tokens the actor saw) and reply ids.
 
     A reply shorter than the run's per-turn token limit ended by itself: it gets the end-of-turn

@@ -35,7 +35,7 @@ def write_tables(sweep_dir: Path, rows: list[dict[str, Any]]) -> Path:
         w.writeheader()
         w.writerows(rows)
 
-    def fmt(v: Any) -> str:
+    def fmt(v: object) -> str:
         return f"{v:.4g}" if isinstance(v, float) else ("" if v is None else str(v))
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -17,12 +17,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aac.env.instance import Instance
 from aac.env.protocol import Episode, ProtocolConfig
 from aac.eval.records import load_run
 from aac.sandbox.result import CallKind, CallResult
+
+if TYPE_CHECKING:
+    from aac.config import EnvConfig
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +104,7 @@ def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[T
     return turns
 
 
-def run_protocol(identity: dict, env: Any) -> ProtocolConfig:
+def run_protocol(identity: dict, env: EnvConfig) -> ProtocolConfig:
     """The protocol an eval run played (its window, call budget, timeout, prompt style and answer
     cues; the env's prompt bounds)."""
     try:
@@ -115,7 +118,7 @@ def run_protocol(identity: dict, env: Any) -> ProtocolConfig:
                    answer_cues=identity.get("answer_cues", False))
 
 
-def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: Any,
+def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: EnvConfig,
                instances_for=None) -> tuple[list[TraceTurn], TraceSummary]:
     """The turns of every kept episode of the runs. `instances_for(data, split, domain)` loads a run's
     instances of a domain (default: aac.datasets.load_instances)."""

@@ -4,8 +4,8 @@ informativeness, batching, caching, health counters, and the report card."""
 from aac.critic.build import make_critic
 from aac.critic.card import NEVER_CHECKED, card_headline, card_status
 from aac.critic.critic import PrivilegedCritic, with_rates
-from aac.critic.judgment import Judgment
+from aac.critic.judgment import Critic, Judgment
 from aac.critic.parsing import ParsedRating, parse_rating
 
-__all__ = ["NEVER_CHECKED", "Judgment", "ParsedRating", "PrivilegedCritic", "card_headline", "card_status",
+__all__ = ["NEVER_CHECKED", "Critic", "Judgment", "ParsedRating", "PrivilegedCritic", "card_headline", "card_status",
            "make_critic", "parse_rating", "with_rates"]

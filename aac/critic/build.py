@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.engines.base import Engine
 
+if TYPE_CHECKING:
+    from aac.config import CriticConfig
+    from aac.critic.judgment import Critic
+    from aac.env.domains import Caller
 
-def make_critic(engine: Optional[Engine], cfg: Any, *, caller: Any, stop_threshold: float) -> Any:
+
+def make_critic(engine: Optional[Engine], cfg: CriticConfig, *, caller: Optional[Caller],
+                stop_threshold: float) -> Critic:
     """`llm`: `PrivilegedCritic` on `engine`; `scripted`: `ScriptedCritic` (no engine), whose hypothesis
     scores pass `stop_threshold` (`rewards.stop_threshold`) at the `critic.scripted_k`-th informative call."""
     if cfg.kind == "scripted":

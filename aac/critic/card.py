@@ -16,11 +16,15 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.critic.degrade import degrade
 from aac.critic.judgment import Judgment
 from aac.critic.prompts import MAX_FIELD_CHARS
+
+if TYPE_CHECKING:
+    from aac.critic.critic import PrivilegedCritic
+    from aac.env.instance import Instance
 
 CLASSES = ("gold", "mismatched", "degraded")
 CHANCE_AUC = 0.6  # below this (gold vs mismatched) the headline calls the critic at chance
@@ -64,7 +68,7 @@ def auc(positives: list[float], negatives: list[float]) -> Optional[float]:
     return wins / (len(positives) * len(negatives))
 
 
-def run_card(critic: Any, instances: list, about: dict) -> dict:
+def run_card(critic: PrivilegedCritic, instances: list[Instance], about: dict) -> dict:
     """Grade every card item with `critic` in one batch; the card as a JSON-able dict."""
     items = card_items(instances)
     first = items[0][1]  # warm-up: first-call costs and the shared prompt prefix stay out of the cost

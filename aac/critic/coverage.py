@@ -28,10 +28,13 @@ import ast
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.critic.judgment import Judgment
+
+if TYPE_CHECKING:
+    from aac.data.coverage import CoverageRunner
+    from aac.env.domains import Caller
 
 ARC_CACHE_ENTRIES = 100_000  # (function, input) -> arcs; an episode's calls are re-measured each turn
 VALIDATOR = "validate_input_args"
@@ -58,8 +61,8 @@ def result_key(output_repr: str, error: Optional[str]) -> str:
 
 
 class CoverageInformativeness:
-    def __init__(self, caller: Optional[Callable[..., Any]] = None, *, output_weight: float = 0.5,
-                 call_timeout_s: float = 2.0, runner: Any = None) -> None:
+    def __init__(self, caller: Optional[Caller] = None, *, output_weight: float = 0.5,
+                 call_timeout_s: float = 2.0, runner: Optional[CoverageRunner] = None) -> None:
         if caller is None:
             from aac.env.protocol import sandbox_caller
 

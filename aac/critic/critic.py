@@ -28,12 +28,16 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.critic.judgment import Judgment
 from aac.critic.parsing import RATING_MAX, RATING_MIN, parse_rating
 from aac.critic.prompts import critic_messages
 from aac.engines.base import Engine, GenRequest, GenResult, Sampling, TokenLogprobs
+
+if TYPE_CHECKING:
+    from aac.config import CriticConfig
+    from aac.env.domains import Caller
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +81,8 @@ class Counted:
 
 
 class PrivilegedCritic(Counted):
-    def __init__(self, engine: Engine, cfg: Any, adapter: Optional[str] = None, *, seed: int = 0,
-                 caller: Any = None) -> None:
+    def __init__(self, engine: Engine, cfg: CriticConfig, adapter: Optional[str] = None, *, seed: int = 0,
+                 caller: Optional[Caller] = None) -> None:
         """`caller` runs the function for `informativeness=coverage` (an `aac.env.protocol` caller, e.g.
         `sandbox_caller(pool)`); None: the process's shared sandbox pool."""
         self.engine = engine

@@ -1,9 +1,10 @@
-"""What the critic is asked to grade: one turn, with what the actor had seen when it wrote it."""
+"""What the critic is asked to grade: one turn, with what the actor had seen when it wrote it; and
+`Critic`, what every critic (LLM or scripted) answers it through."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Protocol
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
@@ -20,3 +21,14 @@ class Judgment:
     # informativeness: the input the plan's input turn actually called (None: that turn made no call,
     # or the episode ended first); lets a scorer judge the realised query, not only the plan
     query: Optional[str] = None
+
+
+class Critic(Protocol):
+    """`PrivilegedCritic` (an LLM) or `ScriptedCritic`: a score in [0, 1] per judgment (None: no score),
+    and health counters since start."""
+
+    def score(self, judgments: list[Judgment]) -> list[Optional[float]]: ...
+
+    def counts(self) -> dict[str, float]: ...
+
+    def close(self) -> None: ...

@@ -19,16 +19,21 @@ the same counters, so the reward schedules run unchanged.
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.critic.coverage import CoverageInformativeness
 from aac.critic.critic import Counted, _Counters
 from aac.critic.judgment import Judgment
 from aac.env.domains import get_domain
 
+if TYPE_CHECKING:
+    from aac.config import CriticConfig
+    from aac.env.domains import Caller
+
 
 class ScriptedCritic(Counted):
-    def __init__(self, cfg: Any, *, stop_threshold: float, caller: Any = None, coverage: Any = None) -> None:
+    def __init__(self, cfg: CriticConfig, *, stop_threshold: float, caller: Optional[Caller] = None,
+                 coverage: Optional[CoverageInformativeness] = None) -> None:
         self.k = cfg.scripted_k
         self.stop_threshold = stop_threshold
         self.coverage = coverage or CoverageInformativeness(caller, call_timeout_s=cfg.coverage_call_timeout_s)

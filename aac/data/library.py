@@ -39,6 +39,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -162,7 +163,7 @@ def name_pattern(name: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])")
 
 
-def doc_paragraph(function: Any, name: str, max_chars: int = 600) -> str:
+def doc_paragraph(function: Callable[..., object], name: str, max_chars: int = 600) -> str:
     """The first paragraph of the docstring that is not a signature line, on one line."""
     doc = inspect.getdoc(function) or ""
     for para in re.split(r"\n\s*\n", doc):
@@ -173,7 +174,7 @@ def doc_paragraph(function: Any, name: str, max_chars: int = 600) -> str:
     return ""
 
 
-def _signature(function: Any) -> tuple[list[inspect.Parameter] | None, int, bool]:
+def _signature(function: Callable[..., object]) -> tuple[list[inspect.Parameter] | None, int, bool]:
     nin = getattr(function, "nin", None)  # a numpy ufunc has no inspectable signature
     if isinstance(nin, int) and type(function).__name__ == "ufunc":
         params = [inspect.Parameter(f"x{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(nin)]

@@ -27,7 +27,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 class EngineError(RuntimeError):
@@ -200,7 +203,7 @@ class Engine(ABC):
         s.busy_s += time.perf_counter() - started
 
 
-def candidate_token_ids(tokenizer: Any, candidates: list[str]) -> dict[str, list[int]]:
+def candidate_token_ids(tokenizer: PreTrainedTokenizerBase, candidates: list[str]) -> dict[str, list[int]]:
     """The single-token spellings of each candidate ("7", and " 7" where that is one token)."""
     out: dict[str, list[int]] = {}
     for c in candidates:
@@ -235,7 +238,7 @@ def continuation(messages: list[dict]) -> dict[str, bool]:
     return {"add_generation_prompt": not prefilled, "continue_final_message": prefilled}
 
 
-def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Optional[dict] = None) -> list[int]:
+def render_chat(tokenizer: PreTrainedTokenizerBase, messages: list[dict], chat_template_kwargs: Optional[dict] = None) -> list[int]:
     """Token ids of `messages` under the model's chat template, ready for the assistant's reply.
 
     A last message from the assistant is a prefill: the reply continues its text (its turn is left
@@ -250,7 +253,7 @@ def render_chat(tokenizer: Any, messages: list[dict], chat_template_kwargs: Opti
     return list(ids)
 
 
-def prompt_tokens(tokenizer: Any, request: GenRequest, chat_template_kwargs: Optional[dict] = None) -> list[int]:
+def prompt_tokens(tokenizer: PreTrainedTokenizerBase, request: GenRequest, chat_template_kwargs: Optional[dict] = None) -> list[int]:
     """The request's prompt tokens: its own `prompt_ids`, else its chat rendered (`render_chat`)."""
     if request.prompt_ids is not None:
         return list(request.prompt_ids)

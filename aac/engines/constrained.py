@@ -17,7 +17,11 @@ those of the raw logits (docs: aac/engines/base.py), so the learner's policy is 
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
 
 Grammar = tuple[tuple[str, ...], ...]
 _State = frozenset  # of (slot index, text consumed in that slot); slot index == len(slots): the end
@@ -97,7 +101,7 @@ class SlotMatcher:
 class MatcherCache:
     """One `SlotMatcher` per grammar for one tokenizer; the token texts are decoded once."""
 
-    def __init__(self, tokenizer: Any, eos_ids: list[int]):
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, eos_ids: list[int]):
         self.token_texts = [tokenizer.decode([i]) for i in range(len(tokenizer))]
         self.token_texts = ["" if "\ufffd" in t else t for t in self.token_texts]  # partial UTF-8: never
         self.eos_ids = eos_ids
@@ -120,7 +124,7 @@ class GrammarLogitsProcessor:
         self.states: list[Optional[_State]] = [m.start if m else None for m in matchers]
         self._seen = prompt_width
 
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         import torch
 
         if input_ids.shape[1] > self._seen:  # one token more per row since the last call

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.config import EngineKind
 from aac.engines.base import Engine
+
+if TYPE_CHECKING:
+    from aac.config import ModelConfig, RolloutConfig
 
 
 def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model_len: int = 2048,
@@ -35,7 +38,7 @@ def make_engine(kind: str, model_path: str, *, dtype: str = "float32", max_model
     raise ValueError(f"unknown engine kind {kind!r}: expected one of {', '.join(EngineKind)}")
 
 
-def engine_from_config(model_cfg: Any, rollout_cfg: Any, seed: int = 0, **overrides: Any) -> Engine:
+def engine_from_config(model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed: int = 0, **overrides: Any) -> Engine:
     """The rollout engine of a run, from `ModelConfig` and `RolloutConfig` (aac/config.py)."""
     from aac.models import REGISTRY, chat_template_kwargs, resolve_model
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from aac.engines.base import (
     Engine,
@@ -35,6 +35,9 @@ from aac.engines.base import (
     continuation,
     is_prefilled,
 )
+
+if TYPE_CHECKING:
+    from aac.config import OpenAIConfig
 
 T = TypeVar("T")
 
@@ -54,7 +57,7 @@ def _transient(error: Exception) -> bool:
 class OpenAIEngine(Engine):
     kind = "openai"
 
-    def __init__(self, model_path: str, *, openai: Any = None, chat_template_kwargs: Optional[dict] = None,
+    def __init__(self, model_path: str, *, openai: Optional[OpenAIConfig] = None, chat_template_kwargs: Optional[dict] = None,
                  seed: int = 0, return_token_ids: Optional[bool] = None) -> None:
         super().__init__()
         import openai as openai_lib

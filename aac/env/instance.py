@@ -19,10 +19,13 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aac.config import OnBadRow
 from aac.sandbox.values import InputParseError, parse_input
+
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
 
 PAU_COLUMNS = ("test_func_validated", "description", "train_examples", "test_examples",
                "all_examples", "direct_prompt", "interactive_starting_prompt", "header")
@@ -206,7 +209,7 @@ def _file_rows(path: Path) -> _Rows:
     raise DatasetError(f"{path}: unsupported file type {suffix!r} (use .jsonl or .parquet)")
 
 
-def _dataset_rows(dataset: Any, name: str, split: str) -> _Rows:
+def _dataset_rows(dataset: Dataset | DatasetDict, name: str, split: str) -> _Rows:
     import datasets
 
     if isinstance(dataset, datasets.DatasetDict):
@@ -242,7 +245,7 @@ def _hub_rows(dataset_id: str, split: str) -> _Rows:
     return _dataset_rows(dataset, dataset_id, split)
 
 
-def _open(spec: Any, split: str) -> _Rows:
+def _open(spec: str | os.PathLike[str] | Dataset | DatasetDict, split: str) -> _Rows:
     import datasets
 
     if isinstance(spec, (datasets.Dataset, datasets.DatasetDict)):
@@ -260,7 +263,7 @@ def _open(spec: Any, split: str) -> _Rows:
     return _hub_rows(text, split)
 
 
-def load_instances(spec: str | os.PathLike | Any, *, split: str = "train", limit: int | None = None,
+def load_instances(spec: str | os.PathLike[str] | Dataset | DatasetDict, *, split: str = "train", limit: int | None = None,
                    on_bad_row: str = "warn", check: Callable[[Instance], None] | None = None,
                    domain: str = "pau") -> list[Instance]:
     """Instances from a .jsonl/.parquet file, a folder (`{split}.jsonl|parquet`, a `save_to_disk`

@@ -24,9 +24,9 @@ the continuation and parses cue + continuation, and the step records the cue in 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from aac.config import EnvConfig
+from aac.config import EnvConfig, EvalConfig
 from aac.env import compact_prompts, prompts
 from aac.env.domains import Caller, get_domain
 from aac.env.observation import Observation
@@ -36,6 +36,7 @@ from aac.sandbox.values import InputParseError
 
 if TYPE_CHECKING:
     from aac.env.instance import Instance
+    from aac.sandbox.pool import SandboxPool
     from aac.sandbox.result import CallResult
 __all__ = ["Caller", "Episode", "Observation", "Phase", "ProtocolConfig", "StepRecord", "in_context_prompt",
            "parse_description", "phase_of_turn", "sandbox_caller"]
@@ -95,7 +96,7 @@ class ProtocolConfig:
                    answer_cues=bool(env.answer_cues), input_literals=env.input_literals)
 
     @classmethod
-    def from_eval(cls, ev: Any, env: EnvConfig | None = None) -> ProtocolConfig:
+    def from_eval(cls, ev: EvalConfig, env: EnvConfig | None = None) -> ProtocolConfig:
         """From `EvalConfig` (or what a run recorded of it): its window, call budget and timeout, enough
         steps for every call; the rest from `env`."""
         base = cls.from_env(env) if env is not None else cls()
@@ -271,7 +272,7 @@ class Episode:
         return dict(parse_ok=True, parsed=reflection.summary, decision=reflection.decision, call=None, error=None)
 
 
-def sandbox_caller(pool: Any | None, *, spread_list: bool = True) -> Caller:
+def sandbox_caller(pool: SandboxPool | None, *, spread_list: bool = True) -> Caller:
     """A caller backed by a `SandboxPool`; with None, `run_function` (the process's shared default pool)."""
     from aac.sandbox.pool import run_function
 

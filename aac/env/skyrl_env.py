@@ -22,6 +22,7 @@ reward is 0.0. AAC's rewards (critic scores through the schedule of `aac.train`)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -50,7 +51,7 @@ def _instance(extras: dict, domain: str) -> Instance:
 class PAUTextEnv(BaseTextEnv):
     env_id = ENV_ID  # named in errors (a subclass registers its own)
 
-    def __init__(self, env_config: Any = None, extras: dict | None = None, caller: Caller | None = None):
+    def __init__(self, env_config: Mapping[str, object] | None = None, extras: dict | None = None, caller: Caller | None = None):
         super().__init__()
         settings = dict(env_config or {})
         domain = str(settings.pop("domain", "pau"))

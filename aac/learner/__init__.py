@@ -2,6 +2,6 @@
 
 from aac.learner.batching import Sample
 from aac.learner.grpo import grpo_loss
-from aac.learner.learner import Learner
+from aac.learner.learner import Learner, LearnerLike
 
-__all__ = ["Learner", "Sample", "grpo_loss"]
+__all__ = ["Learner", "LearnerLike", "Sample", "grpo_loss"]

@@ -18,7 +18,10 @@ import importlib.util
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aac.config import LearnerConfig
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter; fixing it also turns the dynamic raise off
 THP_ENV = "THP_MEM_ALLOC_ENABLE"  # torch's CPU allocator: madvise(MADV_HUGEPAGE) blocks >= 2 MB
@@ -54,7 +57,7 @@ def jemalloc_path() -> str:
     return str(lib)
 
 
-def learner_env(cfg: Any) -> dict[str, str]:
+def learner_env(cfg: LearnerConfig) -> dict[str, str]:
     """Environment the learner's process must start with for `cfg` (torch reads THP at its first
     allocation; the loader reads LD_PRELOAD at exec): for a Ray actor's runtime_env, or a subprocess."""
     env = {THP_ENV: "1"} if cfg.huge_pages else {}
@@ -71,7 +74,7 @@ def jemalloc_loaded() -> bool:
     return maps.exists() and "libjemalloc" in maps.read_text()
 
 
-def check_process_env(cfg: Any) -> bool:
+def check_process_env(cfg: LearnerConfig) -> bool:
     """Whether this process runs with `learner_env(cfg)`; warns where it does not (then the setting
     has no effect here: the process started without it)."""
     ok = True

@@ -9,18 +9,20 @@ a forward without grad (the reference, pi_old) runs the module's own forward.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import FunctionCtx
 
 SILU = ("silu", "swish")
 
 
 class _SwiGLUDown(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, gate: torch.Tensor, up: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+    def forward(ctx: FunctionCtx, gate: torch.Tensor, up: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                 lora_a: Optional[torch.Tensor], lora_b: Optional[torch.Tensor], scale: float) -> torch.Tensor:
         product = F.silu(gate) * up
         out = F.linear(product, weight, bias)
@@ -33,7 +35,7 @@ class _SwiGLUDown(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Optional[torch.Tensor], ...]:
+    def backward(ctx: FunctionCtx, grad: torch.Tensor) -> tuple[Optional[torch.Tensor], ...]:
         gate, up, weight, lora_a, lora_b, hidden = ctx.saved_tensors
         silu = F.silu(gate)
         grad_product = grad @ weight
@@ -77,7 +79,7 @@ def _check(down: nn.Module) -> None:
             raise ValueError("learner.fused_mlp supports one LoRA adapter: set learner.fused_mlp=false")
 
 
-def _fused_forward(mlp: nn.Module) -> Any:
+def _fused_forward(mlp: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     own = mlp.forward
 
     def forward(x: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar
 
 import torch
 from peft import get_peft_model_state_dict, set_peft_model_state_dict
@@ -36,13 +36,19 @@ from aac.learner.policy import add_lora, load_adapter_weights, load_base_model, 
 from aac.learner.sft_loss import sft_loss
 from aac.learner.tree_attention import use_prefix_tree
 
+if TYPE_CHECKING:
+    from aac.config import LearnerConfig
+
 LOSS_METRICS = ("loss", "pg_loss", "kl", "clip_frac")
 SAMPLING_METRICS = ("sampling/logprob_gap", "sampling/is_weight_mean", "sampling/is_weight_max",
                     "sampling/is_truncated_frac")
 
 
 
-def _snapshot(value: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _snapshot(value: _T) -> _T:
     """Copy every tensor of a nested state to the CPU: optimizer state dicts hold views of live (GPU)
     buffers, and the state travels to a driver that may have no GPU (or whose cuda:0 is the engine's)."""
     if isinstance(value, torch.Tensor):
@@ -81,10 +87,27 @@ def minibatch_indices(n: int, minibatches: int) -> list[list[int]]:
     return [list(range(k, n, minibatches)) for k in range(min(minibatches, n))]
 
 
+class LearnerLike(Protocol):
+    """What a run calls on its learner, wherever it lives: a `Learner` here, or one in a Ray actor
+    behind `aac.placement.Placed` (whose attribute calls are synchronous)."""
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, Any]: ...
+
+    def sft_update(self, samples: Sequence[Sample]) -> dict[str, Any]: ...
+
+    def token_logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]: ...
+
+    def save_adapter(self, path: str | Path) -> None: ...
+
+    def save_state(self, path: str | Path) -> None: ...
+
+    def load_state(self, path: str | Path) -> None: ...
+
+
 class Learner:
     """`cfg` is a `LearnerConfig`; `base_model` (a loaded HF model) replaces loading `model_path`."""
 
-    def __init__(self, cfg: Any, model_path: str, seed: int = 0, *, base_model: Optional[PreTrainedModel] = None):
+    def __init__(self, cfg: LearnerConfig, model_path: str, seed: int = 0, *, base_model: Optional[PreTrainedModel] = None):
         self.cfg = cfg
         self.device = _device()
         if self.device.type == "cpu":

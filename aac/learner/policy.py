@@ -4,8 +4,8 @@ with the adapter disabled (no second copy of the weights)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -17,6 +17,9 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from aac.learner.batching import MicroBatch
 from aac.learner.fused_mlp import use_fused_mlp
 from aac.learner.packing import PackedBatch
+
+if TYPE_CHECKING:
+    from aac.config import LearnerConfig
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -31,13 +34,13 @@ def load_base_model(model_path: str, dtype: str) -> PreTrainedModel:
     return AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype(dtype))
 
 
-def _target_modules(value: Any) -> str | list[str]:
+def _target_modules(value: str | Iterable[object]) -> str | list[str]:
     if isinstance(value, str):
         return value
     return [str(v) for v in value]  # a list or an OmegaConf ListConfig
 
 
-def add_lora(model: PreTrainedModel, cfg: Any, seed: int) -> PeftModel:
+def add_lora(model: PreTrainedModel, cfg: LearnerConfig, seed: int) -> PeftModel:
     """Wrap `model` with a fresh LoRA adapter (B = 0, so the policy starts equal to the base).
 
     peft keeps the adapter weights in float32 over a bf16/fp16 base (autocast_adapter_dtype).
@@ -58,7 +61,7 @@ def add_lora(model: PreTrainedModel, cfg: Any, seed: int) -> PeftModel:
     return policy
 
 
-def _checkpoint_first(policy: PeftModel, cfg: Any) -> None:
+def _checkpoint_first(policy: PeftModel, cfg: LearnerConfig) -> None:
     """Leave decoder layers from `learner.checkpoint_layers` on un-checkpointed."""
     n = cfg.checkpoint_layers
     if n is None:

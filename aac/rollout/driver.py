@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aac.engines import Engine, GenRequest, GenResult, Sampling
 from aac.env.grammar import header_arity, turn_grammar
@@ -29,6 +29,9 @@ from aac.env.observation import Observation
 from aac.env.protocol import Caller, Episode, ProtocolConfig, StepRecord
 from aac.env.teacher import PromptTransform, plain
 from aac.phase import PHASE_NAMES, Phase
+
+if TYPE_CHECKING:
+    from aac.config import EvalConfig, RolloutConfig
 
 MAX_TURNS = 4096  # turns per episode the seeding rule keeps distinct
 # how long a round's next batch waits for the sandbox calls of its input turns: a call that ends
@@ -45,12 +48,12 @@ def turn_seed(seed: int, key: int, turn: int) -> int:
     return ((seed * 1_000_003 + key) * MAX_TURNS + turn) % 2**63
 
 
-def phase_budgets(section: Any) -> dict[str, int]:
+def phase_budgets(section: RolloutConfig | EvalConfig) -> dict[str, int]:
     """`section.max_tokens_per_phase` (`rollout.*` or `eval.*`) as a plain dict ({} when unset)."""
     return {str(k): int(v) for k, v in (getattr(section, "max_tokens_per_phase", None) or {}).items()}
 
 
-def phase_stops(section: Any) -> dict[str, tuple[str, ...]]:
+def phase_stops(section: RolloutConfig | EvalConfig) -> dict[str, tuple[str, ...]]:
     """`section.stop_per_phase` as a plain dict of tuples ({} when unset)."""
     return {str(k): tuple(str(s) for s in v) for k, v in (getattr(section, "stop_per_phase", None) or {}).items()}
 
@@ -82,7 +85,7 @@ class SamplingSpec:
                                  "and non-empty strings")
 
     @classmethod
-    def from_config(cls, section: Any, top_p: float, logprobs: bool = False) -> SamplingSpec:
+    def from_config(cls, section: RolloutConfig | EvalConfig, top_p: float, logprobs: bool = False) -> SamplingSpec:
         """From `rollout.*` or `eval.*`: temperature, max_tokens_per_turn, max_tokens_per_phase,
         stop_per_phase."""
         return cls(section.temperature, top_p, section.max_tokens_per_turn, logprobs, phase_budgets(section),

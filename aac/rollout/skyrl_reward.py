@@ -55,7 +55,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from skyrl_gym.envs.base_text_env import BaseTextEnvStepOutput
 from skyrl_gym.envs.registration import register, registry
@@ -65,6 +65,12 @@ from aac.env.protocol import Caller, StepRecord, sandbox_caller
 from aac.env.skyrl_env import PAUTextEnv
 from aac.rewards.schedule import episode_rewards, masked_judgments
 from aac.rollout.judgments import reads_next_turn, score_each, turn_judgment
+
+if TYPE_CHECKING:
+    from aac.config import CriticConfig, RewardConfig
+    from aac.critic import Critic
+    from aac.engines import Engine
+    from aac.placement import EngineSet
 
 ENV_ID = "aac-pau-critic"
 SECTIONS = ("critic", "rewards")
@@ -78,7 +84,8 @@ class _Turn:
     observations: list[Observation]
 
 
-def reward_sections(critic: Any, rewards: Any, max_steps: int, domain: str = "pau") -> tuple[Optional[Any], Any]:
+def reward_sections(critic: Optional[Mapping[str, object]], rewards: Optional[Mapping[str, object]], max_steps: int,
+                    domain: str = "pau") -> tuple[Optional[CriticConfig], RewardConfig]:
     """The `critic` (None: none) and `rewards` sections as `CriticConfig` / `RewardConfig`, composed
     over `TrainConfig`'s defaults and validated as `aac.train` validates a run of `domain`."""
     from omegaconf import DictConfig, OmegaConf
@@ -92,7 +99,7 @@ def reward_sections(critic: Any, rewards: Any, max_steps: int, domain: str = "pa
 
 
 @functools.lru_cache(maxsize=64)
-def _composed(sections: str, max_steps: int, domain: str) -> tuple[Optional[Any], Any]:
+def _composed(sections: str, max_steps: int, domain: str) -> tuple[Optional[CriticConfig], RewardConfig]:
     """Composing costs ~0.1 s, and SkyRL makes one env per episode: once per distinct env_config."""
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigKeyError
@@ -114,12 +121,12 @@ def _composed(sections: str, max_steps: int, domain: str) -> tuple[Optional[Any]
         raise ValueError(f"{ENV_ID}: {named or e}") from None
 
 
-_CRITICS: dict[str, Any] = {}
-_ENGINES: list[Any] = []  # the process's one EngineSet, once an LLM critic needs an engine
+_CRITICS: dict[str, Critic] = {}
+_ENGINES: list[EngineSet] = []  # the process's one EngineSet, once an LLM critic needs an engine
 _LOCK = threading.Lock()
 
 
-def _critic_engine(critic: Any) -> Optional[Any]:
+def _critic_engine(critic: CriticConfig) -> Optional[Engine]:
     from aac.config import ModelConfig, RolloutConfig
     from aac.placement import EngineSet, critic_engine
 
@@ -136,7 +143,7 @@ def _critic_engine(critic: Any) -> Optional[Any]:
     return critic_engine(_ENGINES[0], critic)
 
 
-def shared_critic(critic: Any, stop_threshold: float, spread_list: bool) -> Any:
+def shared_critic(critic: CriticConfig, stop_threshold: float, spread_list: bool) -> Critic:
     """The process's critic for these sections, built on first use (`aac.critic.make_critic`, as a
     rollout worker builds its own); coverage runs calls in the process's shared sandbox pool."""
     from aac.critic import make_critic
@@ -152,7 +159,8 @@ def shared_critic(critic: Any, stop_threshold: float, spread_list: bool) -> Any:
 class CriticRewardEnv(PAUTextEnv):
     env_id = ENV_ID
 
-    def __init__(self, env_config: Any = None, extras: dict | None = None, caller: Caller | None = None):
+    def __init__(self, env_config: Mapping[str, object] | None = None, extras: dict | None = None,
+                 caller: Caller | None = None):
         settings = dict(env_config or {})
         sections = {name: settings.pop(name, {}) for name in SECTIONS}
         super().__init__(settings, extras, caller)

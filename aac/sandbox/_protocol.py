@@ -213,13 +213,13 @@ class _NotPlain(Exception):
     pass
 
 
-def encode_plain(value: Any) -> Any:
+def encode_plain(value: object) -> Any:
     """Tagged JSON for a small value built only from literal types (exact types), else raise
     ValueError. Scalars are themselves; containers are [tag, payload]:
     l/t/s/f = list/tuple/set/frozenset items, d = [[key, value], ...], b = bytes hex, c = [real, imag]."""
     budget = [_PLAIN_NODES, _PLAIN_CHARS]
 
-    def enc(v: Any, depth: int) -> Any:
+    def enc(v: object, depth: int) -> Any:
         budget[0] -= 1
         if budget[0] < 0 or depth > _PLAIN_DEPTH:
             raise _NotPlain
@@ -255,10 +255,10 @@ def encode_plain(value: Any) -> Any:
         raise ValueError("not a small plain value") from None
 
 
-def decode_plain(data: Any) -> Any:
+def decode_plain(data: object) -> Any:
     """Inverse of `encode_plain`; raises ValueError on anything malformed."""
 
-    def dec(v: Any, depth: int) -> Any:
+    def dec(v: object, depth: int) -> Any:
         t = type(v)
         if t is not list:
             if t is str or t is int or t is float or v is None or t is bool:

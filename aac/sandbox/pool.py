@@ -118,7 +118,7 @@ class SandboxPool:
         _POOLS.add(self)
 
     @classmethod
-    def from_config(cls, cfg: Any, **overrides: Any) -> SandboxPool:
+    def from_config(cls, cfg: object, **overrides: Any) -> SandboxPool:
         """From an `aac.config.SandboxConfig` (fields it lacks keep their defaults)."""
         keys = ("workers", "memory_mb", "cpu_time_s", "max_output_chars", "max_input_chars", "max_input_depth",
                 "max_warm", "warm_memory_mb", "tmp_mb", "fsize_mb", "nofile", "isolation", "preload",

@@ -27,7 +27,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aac.sandbox._protocol as proto
 from aac.sandbox._isolate import NOBODY
@@ -456,7 +455,7 @@ class Child:
         self.terminate()
         return error_result(kind, error, 0.0 if start is None else time.monotonic() - start), False
 
-    def _account(self, rss_kib: Any) -> None:
+    def _account(self, rss_kib: object) -> None:
         """Update `memory_kib`: the private pages of the zygote's first child after its first call
         (children of one zygote start alike; reading smaps_rollup costs ~0.6 ms a child), plus
         the growth of the peak RSS this child reports with every reply since its first (cheap, and

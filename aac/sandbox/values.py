@@ -111,7 +111,7 @@ class _NotJson(Exception):
     pass
 
 
-def _is(v: Any, kind: type | tuple[type, ...]) -> bool:
+def _is(v: object, kind: type | tuple[type, ...]) -> bool:
     """isinstance by the real type, as json's C encoder checks (a `__class__` property cannot lie)."""
     return issubclass(type(v), kind)
 
@@ -120,7 +120,7 @@ def _int(v: int) -> Any:
     return v if v.bit_length() <= _INT_BITS else hex(v)
 
 
-def _key(k: Any, lenient: bool) -> str:
+def _key(k: object, lenient: bool) -> str:
     """A dict key as `json.dumps` writes it; keys JSON refuses become canonical JSON text (lenient)."""
     if _is(k, str):
         return str.__str__(k)
@@ -142,11 +142,11 @@ def _key(k: Any, lenient: bool) -> str:
     return canonical_json(_convert(k, True, 0, set()))
 
 
-def _sort_key(v: Any) -> str:
+def _sort_key(v: object) -> str:
     return canonical_json(v)
 
 
-def _convert(v: Any, lenient: bool, depth: int, path: set[int]) -> Any:
+def _convert(v: object, lenient: bool, depth: int, path: set[int]) -> Any:
     """JSON-able form of v. Strict mode mirrors `json.dumps` (subclasses count) and raises _NotJson
     where it would fail; lenient mode handles literal values (`ast.literal_eval` results)."""
     t = type(v)
@@ -199,7 +199,7 @@ def _parse_repr(text: str) -> Any:
     return _convert(value, True, 0, set())
 
 
-def normalize(value: Any) -> Any:
+def normalize(value: object) -> Any:
     """The one output normalisation (docs/method.md §2): a JSON-able value equal for `value`, its JSON round
     trip (tuples -> lists, dict keys -> str) and its stored `repr` string.
 
@@ -219,12 +219,12 @@ def normalize(value: Any) -> Any:
         return _parse_repr(safe_repr(value, _REPR_BUDGET))
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Compact, key-sorted JSON text of a normalised value (NaN/Infinity allowed)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _digest_form(v: Any) -> Any:
+def _digest_form(v: object) -> Any:
     # integral floats hash like ints so a digest keeps `outputs_match`'s 1 == 1.0
     if type(v) is float and v.is_integer():
         return int(v)
@@ -235,7 +235,7 @@ def _digest_form(v: Any) -> Any:
     return v
 
 
-def digest(normalized: Any) -> dict[str, str]:
+def digest(normalized: object) -> dict[str, str]:
     """Stand-in for a normalised value too large to carry around; `outputs_match` understands it."""
     import hashlib  # here: keeps the sandbox worker's start-up short
 
@@ -243,11 +243,11 @@ def digest(normalized: Any) -> dict[str, str]:
     return {DIGEST_KEY: hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
-def _is_digest(v: Any) -> bool:
+def _is_digest(v: object) -> bool:
     return type(v) is dict and len(v) == 1 and DIGEST_KEY in v
 
 
-def _equal(a: Any, b: Any) -> bool:
+def _equal(a: object, b: object) -> bool:
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool or a is None or b is None:
         return ta is tb and a == b
@@ -262,7 +262,7 @@ def _equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-def outputs_match(a: Any, b: Any) -> bool:
+def outputs_match(a: object, b: object) -> bool:
     """Whether two outputs are equal after `normalize` (ints equal floats of the same value, bools
     are not numbers, NaN equals NaN). Either side may be a `digest` of a large output."""
     na, nb = normalize(a), normalize(b)
@@ -295,14 +295,14 @@ class _Writer:
             raise _Budget
 
 
-def _type_name(v: Any) -> str:
+def _type_name(v: object) -> str:
     try:
         return str.__str__(type(v).__name__)
     except Exception:
         return "object"
 
 
-def _repr_into(v: Any, w: _Writer, depth: int, path: set[int]) -> None:
+def _repr_into(v: object, w: _Writer, depth: int, path: set[int]) -> None:
     t = type(v)
     if t is str or t is bytes:
         w.put(repr(v[: w.left + 1]))  # a prefix is enough: the rest would be cut anyway
@@ -346,7 +346,7 @@ def _repr_into(v: Any, w: _Writer, depth: int, path: set[int]) -> None:
         w.put(text[: w.left + 1])
 
 
-def safe_repr(value: Any, max_chars: int) -> str:
+def safe_repr(value: object, max_chars: int) -> str:
     """`repr(value)` cut to at most `max_chars` characters (ending in "..." when cut).
 
     Never raises; builtin containers are walked with the budget, so a huge or self-referencing

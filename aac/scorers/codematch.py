@@ -14,12 +14,15 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aac.env.domains import get_domain
 from aac.env.observation import Observation
 from aac.env.prompts import strip_think
 from aac.scorers.lm import Completer
+
+if TYPE_CHECKING:
+    from aac.sandbox.pool import SandboxPool
 
 SYSTEM = "You are an expert Python programmer. You reply with code only."
 
@@ -97,13 +100,13 @@ class CoderTask:
     source: str = ""  # the black box's code: what a web service call runs against
 
 
-def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: Any, *, timeout_s: float,
+def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: SandboxPool, *, timeout_s: float,
                spread_list: bool = True) -> CodeMatch:
     """Run `code` (defining `test_func`) on every test input in the sandbox pool."""
     return score_codes([code], [test_examples], pool, timeout_s=timeout_s, spread_list=spread_list)[0]
 
 
-def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, Any]]], pool: Any, *,
+def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, Any]]], pool: SandboxPool, *,
                 timeout_s: float, spread_list: bool = True) -> list[CodeMatch]:
     """`score_code` for many (code, test_examples) pairs with one batch of sandbox calls."""
     from aac.sandbox.values import outputs_match
@@ -133,7 +136,7 @@ class CodeMatcher:
 
     reference_rows: tuple[str, ...] = ()  # rows aac.eval always adds beside the agent's (eval.gold adds "gold")
 
-    def __init__(self, completer: Completer, pool: Any, *, timeout_s: float = 0.5, spread_list: bool = True):
+    def __init__(self, completer: Completer, pool: SandboxPool, *, timeout_s: float = 0.5, spread_list: bool = True):
         self.completer = completer
         self.pool = pool
         self.timeout_s = timeout_s

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from aac.engines.base import GenRequest, Sampling
+from aac.engines.base import Engine, GenRequest, Sampling
 
 
 class EngineFailure(RuntimeError):
@@ -21,7 +20,7 @@ Completer = Callable[[list[list[dict]]], list[str]]
 class EngineCompleter:
     """Greedy (by default) replies from an `aac.rollout` engine; `adapter=None` is the base model."""
 
-    engine: Any
+    engine: Engine
     max_tokens: int
     temperature: float = 0.0
     seed: int = 0

@@ -25,13 +25,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aac.env.domains import get_domain
 from aac.env.domains.web import function_name, parse_intent, program
 from aac.sandbox.values import outputs_match
 from aac.scorers.codematch import SYSTEM, CoderTask, extract_code
 from aac.scorers.lm import Completer
+
+if TYPE_CHECKING:
+    from aac.sandbox.pool import SandboxPool
 
 INTENT_ONLY_PROMPT = """\
 Write a Python function that calls a web service.
@@ -132,7 +135,7 @@ class ServiceCallMatcher:
 
     reference_rows = ("intent_only", "gold")
 
-    def __init__(self, completer: Completer, pool: Any, *, timeout_s: float = 5.0):
+    def __init__(self, completer: Completer, pool: SandboxPool, *, timeout_s: float = 5.0):
         self.completer = completer
         self.pool = pool
         self.timeout_s = timeout_s

@@ -15,16 +15,21 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.config import ConfigError
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
+    from aac.env.instance import Instance
+    from aac.skyrl.config import AACTrainConfig
 
 log = logging.getLogger("aac.skyrl")
 DEFAULT_RECIPE = "qwen3_8b"  # the paper's run
 PREFIX = "skyrl."
 
 
-def write_prompts(cfg: Any, path: str) -> int:
+def write_prompts(cfg: TrainConfig, path: str) -> int:
     """The run's training instances as SkyRL's prompt dataset (parquet); returns how many."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -40,7 +45,7 @@ def write_prompts(cfg: Any, path: str) -> int:
         raise SystemExit(f"aac.skyrl: no usable instances in {cfg.env.data} (split {cfg.env.split})")
     protocol = ProtocolConfig.from_env(cfg.env)
 
-    def first_prompt(instance: Any) -> list[dict]:  # what SkyRL's length filter measures; no call is made
+    def first_prompt(instance: Instance) -> list[dict]:  # what SkyRL's length filter measures; no call is made
         return Episode(instance, protocol, caller=lambda *call: None).prompt()
 
     rows = [{"prompt": first_prompt(i), "env_class": ENV_CLASS, **to_row(i)} for i in instances]
@@ -70,7 +75,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     launch(cfg, skyrl_cfg)
 
 
-def launch(cfg: Any, skyrl_cfg: Any) -> None:
+def launch(cfg: TrainConfig, skyrl_cfg: AACTrainConfig) -> None:
     """Write the prompts, register our estimator, check with SkyRL, and run its trainer under Ray."""
     import ray
 

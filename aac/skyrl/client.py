@@ -15,11 +15,15 @@ the engine's batch is one request per agent loop (the hf engine serves them one 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.engines.base import Engine, EngineError, GenRequest, Sampling
 from aac.skyrl._skyrl import InferenceEngineInterface
 from aac.skyrl.endpoint import ChatEndpoint
+
+if TYPE_CHECKING:
+    from skyrl.backends.skyrl_train.weight_sync import WeightUpdateRequest
+    from skyrl.backends.skyrl_train.weight_sync.transfer_strategy import WeightSyncInitInfo
 
 
 def sampling_from(params: dict) -> Sampling:
@@ -89,10 +93,10 @@ class EngineClient(InferenceEngineInterface):
     async def finish_session(self, session_id: str) -> None:
         pass
 
-    async def init_weight_update_communicator(self, init_info: Any) -> None:
+    async def init_weight_update_communicator(self, init_info: WeightSyncInitInfo) -> None:
         raise NotImplementedError("no weight broadcast to a CPU engine: load adapters with engine.load_adapter")
 
-    async def update_named_weights(self, request: Any) -> None:
+    async def update_named_weights(self, request: WeightUpdateRequest) -> None:
         raise NotImplementedError("no weight broadcast to a CPU engine: load adapters with engine.load_adapter")
 
     async def get_world_size(self) -> tuple[int, int]:

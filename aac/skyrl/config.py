@@ -9,7 +9,7 @@ No `from __future__ import annotations` here: SkyRL builds nested configs from t
 from dataclasses import dataclass, field
 from typing import Any
 
-from aac.config import ConfigError
+from aac.config import ConfigError, TrainConfig
 from aac.skyrl._skyrl import EnvironmentConfig, SkyRLGymConfig, SkyRLTrainConfig, get_config_as_yaml_str
 from aac.skyrl.translate import skyrl_overrides
 
@@ -35,7 +35,7 @@ class AACTrainConfig(SkyRLTrainConfig):
     environment: AACEnvironmentConfig = field(default_factory=AACEnvironmentConfig)
 
 
-def skyrl_config(cfg: Any, out_dir: str, overrides: list[str] = ()) -> AACTrainConfig:
+def skyrl_config(cfg: TrainConfig, out_dir: str, overrides: list[str] = ()) -> AACTrainConfig:
     """SkyRL's config of our run; `overrides` are SkyRL dotlist overrides (`trainer.strategy=fsdp2`)."""
     from omegaconf import OmegaConf
 

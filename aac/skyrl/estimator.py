@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.env.protocol import phase_of_turn
 from aac.rewards.advantages import step_advantages
 from aac.skyrl.translate import ESTIMATOR
+
+if TYPE_CHECKING:
+    import torch
 
 
 def episodes_of(is_last_step: Sequence[bool]) -> list[range]:
@@ -32,16 +35,16 @@ def episodes_of(is_last_step: Sequence[bool]) -> list[range]:
     return out
 
 
-def step_credit(token_level_rewards: Any, response_mask: Any, index: Sequence[Any],
+def step_credit(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Sequence[object],
                 is_last_step: Optional[Sequence[bool]] = None, *, advantage: str, w_step: float, eps: float,
-                **_: Any) -> tuple[Any, Any]:
+                **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """SkyRL's estimator signature (returns advantages and returns, both [rows, tokens]); the rest of
     its keyword arguments (config, gamma, values, ...) do not enter our estimators."""
     if is_last_step is None:
         raise ValueError(f"advantage estimator {ESTIMATOR!r} scores every turn: it needs the step-wise rows and "
                          "is_last_step, which aac.skyrl's trainer gives it (python -m aac.skyrl)")
     rewards = token_level_rewards.sum(dim=-1).tolist()
-    groups: dict[Any, list[range]] = {}
+    groups: dict[object, list[range]] = {}
     for episode in episodes_of(is_last_step):
         groups.setdefault(index[episode[0]], []).append(episode)
     per_row = [0.0] * len(rewards)

@@ -15,11 +15,18 @@ inference client's OpenAI-compatible endpoint, and the critic asks for the base 
 from __future__ import annotations
 
 import copy
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from aac.rollout.skyrl_reward import ON_DONE
 from aac.skyrl._skyrl import SkyRLGymGenerator, StepWiseOutput
 from aac.skyrl.translate import ENV_CLASS, ENV_FIELD, POLICY_SERVERS
+
+if TYPE_CHECKING:
+    from skyrl.backends.skyrl_train.inference_servers.base import InferenceEngineInterface
+    from skyrl.train.config import GeneratorConfig, SkyRLGymConfig
+    from skyrl.train.generators.base import TrajectoryID
+    from skyrl.train.generators.skyrl_gym_generator import TrajectoryOutput
+    from transformers import PreTrainedTokenizerBase
 
 
 class Settled:
@@ -40,7 +47,7 @@ def on_last_trained_token(loss_mask: list[int], reward: float) -> list[float]:
     return out
 
 
-def with_policy_critic(skyrl_gym_cfg: Any, client: Any) -> Any:
+def with_policy_critic(skyrl_gym_cfg: SkyRLGymConfig, client: InferenceEngineInterface) -> SkyRLGymConfig:
     """`skyrl_gym_cfg` with a critic on `POLICY_SERVERS` pointed at `client`'s endpoint (a copy)."""
     settings = getattr(skyrl_gym_cfg, ENV_FIELD, None)
     critic = (settings or {}).get("critic") or {}
@@ -54,7 +61,8 @@ def with_policy_critic(skyrl_gym_cfg: Any, client: Any) -> Any:
 
 
 class AACGymGenerator(SkyRLGymGenerator):
-    def __init__(self, generator_cfg: Any, skyrl_gym_cfg: Any, inference_engine_client: Any, tokenizer: Any,
+    def __init__(self, generator_cfg: GeneratorConfig, skyrl_gym_cfg: SkyRLGymConfig,
+                 inference_engine_client: InferenceEngineInterface, tokenizer: PreTrainedTokenizerBase,
                  policy_model_name: Optional[str] = None):
         if not generator_cfg.step_wise_trajectories or generator_cfg.merge_stepwise_output:
             raise ValueError("aac.skyrl's generator needs generator.step_wise_trajectories=true and "
@@ -62,13 +70,15 @@ class AACGymGenerator(SkyRLGymGenerator):
         super().__init__(generator_cfg, with_policy_critic(skyrl_gym_cfg, inference_engine_client),
                          inference_engine_client, tokenizer, policy_model_name)
 
-    def _setup_env_extras(self, env_class: str, env_extras: dict, sampling_params: Any, trajectory_id: Any) -> dict:
+    def _setup_env_extras(self, env_class: str, env_extras: dict, sampling_params: Optional[dict],
+                          trajectory_id: Optional[TrajectoryID]) -> dict:
         env_extras = super()._setup_env_extras(env_class, env_extras, sampling_params, trajectory_id)
         if env_class == ENV_CLASS:
             env_extras[ON_DONE] = Settled()
         return env_extras
 
-    def _post_process_agent_loop_output(self, agent_loop_output: Any, env_extras: dict, trajectory_id: Any) -> Any:
+    def _post_process_agent_loop_output(self, agent_loop_output: Union[TrajectoryOutput, StepWiseOutput], env_extras: dict,
+                                        trajectory_id: Optional[TrajectoryID]) -> Union[TrajectoryOutput, StepWiseOutput]:
         settled = env_extras.get(ON_DONE)
         if isinstance(agent_loop_output, StepWiseOutput) and isinstance(settled, Settled) and settled.rewards:
             for step, reward in zip(agent_loop_output.step_outputs, settled.rewards):

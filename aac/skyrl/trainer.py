@@ -10,7 +10,7 @@ own advantage (`aac.rewards.step_advantages`); any other estimator runs SkyRL's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import ray
@@ -21,18 +21,30 @@ from aac.skyrl._skyrl import (
     BasePPOExp,
     FullyAsyncRayPPOTrainer,
     RayPPOTrainer,
+    TrainingInputBatch,
     resolve_policy_model_name,
 )
 from aac.skyrl.estimator import episodes_of, register_estimator
 from aac.skyrl.generator import AACGymGenerator
 from aac.skyrl.translate import ESTIMATOR
 
+if TYPE_CHECKING:
+    from skyrl.backends.skyrl_train.inference_servers.base import InferenceEngineInterface
+    from skyrl.train.config import SkyRLTrainConfig
+    from skyrl.train.dataset import PromptDataset
+    from skyrl.train.generators.base import GeneratorInterface
+    from skyrl.train.utils.tracking import Tracking
+    from skyrl.train.utils.utils import ResolvedPlacementGroup
+    from transformers import PreTrainedTokenizerBase
+
+    from aac.skyrl.config import AACTrainConfig
+
 
 class StepCredit:
     """Mixin over a SkyRL trainer: the "aac" estimator scores every step row."""
 
     @torch.no_grad()
-    def compute_advantages_and_returns(self, data: Any) -> Any:
+    def compute_advantages_and_returns(self, data: TrainingInputBatch) -> TrainingInputBatch:
         algorithm = self.cfg.trainer.algorithm
         if algorithm.advantage_estimator != ESTIMATOR:
             return super().compute_advantages_and_returns(data)
@@ -67,12 +79,15 @@ class StepCreditAsyncTrainer(StepCredit, FullyAsyncRayPPOTrainer):
 
 
 class AACExp(BasePPOExp):
-    def get_generator(self, cfg: Any, tokenizer: Any, inference_engine_client: Any) -> AACGymGenerator:
+    def get_generator(self, cfg: SkyRLTrainConfig, tokenizer: PreTrainedTokenizerBase,
+                      inference_engine_client: InferenceEngineInterface) -> AACGymGenerator:
         return AACGymGenerator(cfg.generator, cfg.environment.skyrl_gym, inference_engine_client, tokenizer,
                                policy_model_name=resolve_policy_model_name(cfg))
 
-    def get_trainer(self, cfg: Any, tracker: Any, tokenizer: Any, train_dataset: Any, eval_dataset: Any,
-                    inference_engine_client: Any, generator: Any, colocate_pg: Any) -> RayPPOTrainer:
+    def get_trainer(self, cfg: SkyRLTrainConfig, tracker: Tracking, tokenizer: PreTrainedTokenizerBase,
+                    train_dataset: Optional[PromptDataset], eval_dataset: Optional[PromptDataset],
+                    inference_engine_client: InferenceEngineInterface, generator: GeneratorInterface,
+                    colocate_pg: Optional[ResolvedPlacementGroup]) -> RayPPOTrainer:
         trainer = StepCreditAsyncTrainer if cfg.trainer.fully_async.enabled else StepCreditTrainer
         return trainer(cfg=cfg, tracker=tracker, tokenizer=tokenizer, train_dataset=train_dataset,
                        eval_dataset=eval_dataset, inference_engine_client=inference_engine_client,
@@ -80,7 +95,7 @@ class AACExp(BasePPOExp):
 
 
 @ray.remote(num_cpus=1)
-def run_experiment(skyrl_cfg: Any, estimator: tuple[str, float, float]) -> None:
+def run_experiment(skyrl_cfg: AACTrainConfig, estimator: tuple[str, float, float]) -> None:
     """SkyRL's entrypoint task (off the head node, as SkyRL's own), with our estimator registered in it
     (importing this module registered "aac-pau-critic": aac/skyrl/generator.py)."""
     register_estimator(*estimator)

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aac.config import ConfigError
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
 
 ENV_CLASS = "aac-pau-critic"
 ENV_FIELD = "aac_pau_critic"  # SkyRL reads an env's settings as an attribute of its gym config
@@ -32,7 +35,7 @@ POLICY_SERVERS = "skyrl://policy"  # critic.openai.base_url: the policy's own se
 DATA_FILE = "skyrl_data/train.parquet"
 
 
-def _refuse_untranslatable(cfg: Any) -> None:
+def _refuse_untranslatable(cfg: TrainConfig) -> None:
     if cfg.env.answer_cues:
         raise ConfigError("env.answer_cues=true needs the engine to continue a prefilled reply; SkyRL's generator "
                           "opens a new assistant turn: set env.answer_cues=false")
@@ -48,7 +51,7 @@ def _refuse_untranslatable(cfg: Any) -> None:
                           "model under the trained adapter")
 
 
-def critic_section(cfg: Any) -> dict[str, Any]:
+def critic_section(cfg: TrainConfig) -> dict[str, Any]:
     """The env's `critic` section: ours, with an unset backend meaning the policy's own servers."""
     from omegaconf import OmegaConf
 
@@ -64,7 +67,7 @@ def critic_section(cfg: Any) -> dict[str, Any]:
     return critic
 
 
-def env_config(cfg: Any) -> dict[str, Any]:
+def env_config(cfg: TrainConfig) -> dict[str, Any]:
     """`aac-pau-critic`'s env_config: the protocol's settings, the domain, and `critic` / `rewards`."""
     from omegaconf import OmegaConf
 
@@ -84,7 +87,7 @@ def model_path(name: str) -> str:
     return resolve_model(name)
 
 
-def skyrl_overrides(cfg: Any, out_dir: str | Path) -> dict[str, Any]:
+def skyrl_overrides(cfg: TrainConfig, out_dir: str | Path) -> dict[str, Any]:
     """SkyRL's config for our run, as nested overrides of its defaults (the rest stay SkyRL's)."""
     from aac.models import chat_template_kwargs
 

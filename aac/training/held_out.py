@@ -4,13 +4,16 @@ sampling), scored as `aac.eval` scores them (LM judge, code match), with the tra
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.assembly import Run, eval_protocol
 from aac.env.instance import Instance
 from aac.metrics import rollout_metrics
 from aac.rollout.driver import SamplingSpec
 from aac.rollout.workers import RolloutBatch
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
 
 Play = Callable[..., RolloutBatch]  # (groups, *, sampling, protocol) -> the merged batch
 
@@ -19,7 +22,7 @@ class HeldOutEval:
     """`metrics(play)`: play the held-out instances through `play` (the trainer's rollout) and score them
     with the run's scorers; the instances are loaded on first use."""
 
-    def __init__(self, cfg: Any, run: Run):
+    def __init__(self, cfg: TrainConfig, run: Run):
         self.cfg, self.run = cfg, run
         self._instances: Optional[list[Instance]] = None
 

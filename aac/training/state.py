@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac import checkpoint
 from aac.learner.batching import Sample
 from aac.metrics import truncate
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
+    from aac.learner import LearnerLike
+    from aac.training.pipeline import Ahead
 
 log = logging.getLogger("aac.train")
 
@@ -26,13 +31,13 @@ class LearnerStates:
     def path(self, version: int) -> Path:
         return self.root / f"state_v{version:06d}.pt"
 
-    def commit(self, learner: Any, version: int) -> None:
+    def commit(self, learner: LearnerLike, version: int) -> None:
         learner.save_state(str(self.path(version)))
 
-    def restore(self, learner: Any, version: int) -> None:
+    def restore(self, learner: LearnerLike, version: int) -> None:
         learner.load_state(str(self.path(version)))
 
-    def update(self, learner: Any, samples: list[Sample], version: int) -> dict[str, Any]:
+    def update(self, learner: LearnerLike, samples: list[Sample], version: int) -> dict[str, Any]:
         """One update from `version`'s state; its result saved as `version + 1`'s."""
         out = learner.update(samples)
         self.commit(learner, version + 1)
@@ -40,7 +45,7 @@ class LearnerStates:
         return out
 
 
-def resume(cfg: Any, ckpt_root: Path, learner: Any, metrics: Path) -> tuple[int, int, Any]:
+def resume(cfg: TrainConfig, ckpt_root: Path, learner: LearnerLike, metrics: Path) -> tuple[int, int, Optional[Ahead]]:
     """(step, adapter version, the rollout collected ahead or None) to start from: `cfg.resume` (false,
     true = the latest under `ckpt_root`, or a checkpoint path) restored into `learner`, the metrics after
     it dropped; (0, 0, None) when fresh."""

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aac.env.domains.base import BlackBox, Caller, Domain, Privileged
 from aac.env.domains.library import LibraryDomain
 from aac.env.domains.pau import FunctionDomain
 from aac.env.domains.stateful import StatefulDomain
 from aac.env.domains.web import WebDomain
+
+if TYPE_CHECKING:
+    from aac.config import EnvConfig
+    from aac.sandbox.pool import SandboxPool
 
 __all__ = ["DOMAINS", "BlackBox", "Caller", "Domain", "Privileged", "get_domain", "open_pool", "pool_preload"]
 
@@ -25,7 +29,7 @@ def get_domain(name: str | Domain) -> Domain:
         raise ValueError(f"env.domain={name!r} is not one of: {', '.join(DOMAINS)}") from None
 
 
-def open_pool(env: Any, **overrides: Any) -> Any:
+def open_pool(env: EnvConfig, **overrides: Any) -> SandboxPool:
     """The sandbox pool for an `EnvConfig`: `env.sandbox`, with the domain's modules preloaded
     unless `env.sandbox.preload` names the list itself."""
     from aac.sandbox.pool import SandboxPool

@@ -228,7 +228,7 @@ def sequence_calls(literal: str) -> list[tuple[str, tuple]]:
     return list(value)
 
 
-def step_error(result: Any) -> str | None:
+def step_error(result: object) -> str | None:
     """The error text of a stored step result ({"raised": text}), None for a value."""
     if type(result) is dict and len(result) == 1 and type(result.get(RAISED)) is str:
         return result[RAISED]

@@ -132,7 +132,7 @@ def request_text(request: tuple) -> str:
     return repr(tuple(items))
 
 
-def response_text(status: int, body: Any) -> str:
+def response_text(status: int, body: object) -> str:
     """A response as the agent sees it: `200 {"city": "Oslo"}` (a body-less response: the status alone)."""
     return str(status) if body is None else f"{status} {json.dumps(body, ensure_ascii=False)}"
 
