@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from aac.config import EnvConfig, EvalConfig, TrainConfig
+from aac.config import CriticConfig, EnvConfig, EvalConfig, RewardConfig, RolloutConfig, TrainConfig
 from aac.env.domains import open_pool
 from aac.env.protocol import ProtocolConfig, sandbox_caller
 from aac.placement import EngineSet, Placed, critic_engine, start_ray
@@ -53,7 +53,8 @@ class PlacedRolloutWorker(RolloutWorker):
     """A rollout worker whose sandbox pool and critic are built where it is placed: Ray ships config
     sections and engine handles to the worker's process, not processes or pipes."""
 
-    def __init__(self, rollout: Any, env: EnvConfig, critic_section: Any, rewards: Any, protocol: ProtocolConfig,
+    def __init__(self, rollout: RolloutConfig, env: EnvConfig, critic_section: CriticConfig, rewards: RewardConfig,
+                 protocol: ProtocolConfig,
                  actor_engine: Engine, critic_engine: Optional[Engine]):
         from aac.critic import make_critic
 

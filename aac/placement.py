@@ -20,7 +20,7 @@ import os
 import tempfile
 from typing import Any, Optional
 
-from aac.config import ModelConfig
+from aac.config import CriticConfig, ModelConfig, RolloutConfig
 from aac.engines import Engine
 from aac.engines.cpu_threads import omp_threads
 from aac.engines.remote import QUIET_ENV, quiet_env
@@ -156,7 +156,7 @@ class EngineSet:
     """The engines of a run. `model` and `rollout` are the actor's sections; another model (a critic,
     judge or coder) keeps the actor's dtype and context length but not its chat-template overrides."""
 
-    def __init__(self, model: Any, rollout: Any, seed: int, *, use_ray: bool):
+    def __init__(self, model: ModelConfig, rollout: RolloutConfig, seed: int, *, use_ray: bool):
         self.model, self.rollout, self.seed, self.use_ray = model, rollout, seed, use_ray
         self._made: dict[tuple, Engine] = {}
         self._placed: dict[tuple, Placed] = {}  # under Ray: the host of each engine in `_made`
@@ -236,7 +236,7 @@ def _with_model(openai: Any, served: str) -> Any:
     return OmegaConf.merge(openai, {"model": served})
 
 
-def critic_engine(engines: EngineSet, critic: Any) -> Optional[Engine]:
+def critic_engine(engines: EngineSet, critic: CriticConfig) -> Optional[Engine]:
     """The critic's engine: `critic.backend` (default: the actor's backend) serving `critic.model`
     (default: the actor's base model) — the actor's own engine, adapter off, when both are defaults.
     None for `critic.kind=scripted`, which needs none."""

@@ -5,9 +5,12 @@ critic of every rollout worker."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aac.engines.base import Engine
+
+if TYPE_CHECKING:
+    from aac.config import ModelConfig, RolloutConfig
 
 # concise console logs by default (each can be overridden from the environment)
 QUIET_ENV = {"TOKENIZERS_PARALLELISM": "false", "VLLM_LOGGING_LEVEL": "WARNING", "OMP_WAIT_POLICY": "PASSIVE"}
@@ -63,7 +66,7 @@ class RemoteEngine(Engine):
 class EngineHost:
     """Builds the generation engine where it is placed (a Ray actor, or here) and serves it."""
 
-    def __init__(self, model_cfg: Any, rollout_cfg: Any, seed: int, **overrides: Any):
+    def __init__(self, model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed: int, **overrides: Any):
         quiet_env()
         from aac.engines.factory import engine_from_config
 

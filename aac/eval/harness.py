@@ -12,11 +12,10 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 from aac.assembly import Run, build_run, eval_protocol
 from aac.cli import output_dir
-from aac.config import validate
+from aac.config import TrainConfig, validate
 from aac.eval import records
 from aac.eval.report import write_report
 from aac.progress import bar
@@ -48,7 +47,7 @@ def resolve_adapter(path: str) -> Path:
                     "or in a training checkpoint under it")
 
 
-def run_identity(cfg: Any, adapter: Path | None) -> dict:
+def run_identity(cfg: TrainConfig, adapter: Path | None) -> dict:
     """What makes two runs comparable; resuming into a folder with a different identity is refused."""
     e = cfg.eval
     model = cfg.model.name
@@ -66,7 +65,7 @@ def run_identity(cfg: Any, adapter: Path | None) -> dict:
     }
 
 
-def _protocol_identity(cfg: Any) -> dict:
+def _protocol_identity(cfg: TrainConfig) -> dict:
     """The prompt style, answer cues, per-phase budgets and domain, where they leave the paper's defaults
     (older run folders, which played those, keep their identity)."""
     from aac.rollout.driver import phase_budgets, phase_stops
@@ -86,7 +85,7 @@ def _add_timing(run_dir: Path, stage: str, seconds: float, count: int) -> None:
     records.write_json(path, timing)
 
 
-def play(cfg: Any, instances: list, run_dir: Path, run: Run, adapter: Path | None) -> None:
+def play(cfg: TrainConfig, instances: list, run_dir: Path, run: Run, adapter: Path | None) -> None:
     """Stage 1: write an episode record for every instance not yet in episodes.jsonl."""
     from aac.env.protocol import sandbox_caller
     from aac.env.teacher import teacher_prompts
@@ -124,7 +123,7 @@ def play(cfg: Any, instances: list, run_dir: Path, run: Run, adapter: Path | Non
     _add_timing(run_dir, "play", time.perf_counter() - t0, len(todo))
 
 
-def score(cfg: Any, instances: list, run_dir: Path, run: Run) -> None:
+def score(cfg: TrainConfig, instances: list, run_dir: Path, run: Run) -> None:
     """Stage 2: judge rating and code match for every episode not yet in scores.jsonl."""
     from aac.eval.scoring import score_episodes
 
@@ -144,7 +143,7 @@ def score(cfg: Any, instances: list, run_dir: Path, run: Run) -> None:
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
 
-def evaluate(cfg: Any) -> dict:
+def evaluate(cfg: TrainConfig) -> dict:
     """Run the harness described by a composed `eval_config`; returns the report (also in out_dir)."""
     from aac.datasets import load_instances
 

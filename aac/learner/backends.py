@@ -19,8 +19,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from aac.config import LearnerConfig
 
-def _adamw(params: list[nn.Parameter], cfg: Any) -> tuple[torch.optim.Optimizer, Any]:
+
+def _adamw(params: list[nn.Parameter], cfg: LearnerConfig) -> tuple[torch.optim.Optimizer, Any]:
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.ConstantLR(optimizer, factor=1.0, total_iters=0)
     return optimizer, scheduler
@@ -29,7 +31,7 @@ def _adamw(params: list[nn.Parameter], cfg: Any) -> tuple[torch.optim.Optimizer,
 class TorchBackend:
     """AdamW + gradient-norm clipping on the trainable parameters."""
 
-    def __init__(self, model: nn.Module, cfg: Any, device: torch.device):
+    def __init__(self, model: nn.Module, cfg: LearnerConfig, device: torch.device):
         self.module = model.to(device)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = _adamw(self.params, cfg)
@@ -106,7 +108,7 @@ def import_deepspeed() -> Any:
 class DeepSpeedBackend:
     """DeepSpeed engine (gloo on CPU, nccl on GPU), one learner process."""
 
-    def __init__(self, model: nn.Module, cfg: Any, device: torch.device):
+    def __init__(self, model: nn.Module, cfg: LearnerConfig, device: torch.device):
         deepspeed = import_deepspeed()
         import torch.distributed as dist
 
@@ -162,5 +164,5 @@ class DeepSpeedBackend:
         self.scheduler.load_state_dict(state["scheduler"])
 
 
-def make_backend(model: nn.Module, cfg: Any, device: torch.device) -> TorchBackend | DeepSpeedBackend:
+def make_backend(model: nn.Module, cfg: LearnerConfig, device: torch.device) -> TorchBackend | DeepSpeedBackend:
     return (TorchBackend if cfg.backend == "torch" else DeepSpeedBackend)(model, cfg, device)

@@ -36,17 +36,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
+from aac.config import RewardConfig
 from aac.phase import Phase
 from aac.rewards.terms import b_term, check_score, input_reward, length_penalty
 
+if TYPE_CHECKING:
+    from aac.env.protocol import StepRecord
 
-def _info_per_plan(cfg: Any) -> float:
+
+def _info_per_plan(cfg: RewardConfig) -> float:
     return cfg.info_budget / math.ceil(cfg.t_max / 3)  # reasoning turns sit at steps 0, 3, 6, ...
 
 
-def potential_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], cfg: Any) -> list[float]:
+def potential_rewards(steps: Sequence[StepRecord], scores: Sequence[Optional[float]], cfg: RewardConfig) -> list[float]:
     """The `aac_potential` reward of each step of one episode; `scores[i]` belongs to `steps[i]`."""
     per_plan = _info_per_plan(cfg)
     s_prev = 0.0

@@ -8,19 +8,23 @@ asked for no judgment (`judgment_kind` is None) or the critic gave no valid rati
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
+from aac.config import RewardConfig
 from aac.rewards.potential import potential_rewards
 from aac.rewards.table import step_reward
 from aac.rewards.terms import judgment_kind
 
+if TYPE_CHECKING:
+    from aac.env.protocol import StepRecord
 
-def _check_lengths(steps: Sequence[Any], scores: Sequence[Optional[float]], who: str) -> None:
+
+def _check_lengths(steps: Sequence[StepRecord], scores: Sequence[Optional[float]], who: str) -> None:
     if len(steps) != len(scores):
         raise ValueError(f"{who}: {len(steps)} steps but {len(scores)} scores")
 
 
-def episode_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], cfg: Any) -> list[float]:
+def episode_rewards(steps: Sequence[StepRecord], scores: Sequence[Optional[float]], cfg: RewardConfig) -> list[float]:
     """The reward of each step of one episode; `scores[i]` belongs to `steps[i]`."""
     _check_lengths(steps, scores, "episode_rewards")
     if cfg.schedule == "aac_potential":
@@ -28,7 +32,7 @@ def episode_rewards(steps: Sequence[Any], scores: Sequence[Optional[float]], cfg
     return [step_reward(step, score, cfg) for step, score in zip(steps, scores)]
 
 
-def masked_judgments(steps: Sequence[Any], scores: Sequence[Optional[float]], cfg: Any) -> list[Optional[str]]:
+def masked_judgments(steps: Sequence[StepRecord], scores: Sequence[Optional[float]], cfg: RewardConfig) -> list[Optional[str]]:
     """Per step, the judgment kind whose score is missing (so its judged terms were left out), else
     None: count these to watch the critic (`collections.Counter(filter(None, ...))`)."""
     _check_lengths(steps, scores, "masked_judgments")

@@ -33,13 +33,17 @@ Summed into an episode return, this table pays for stalling (docs/method.md §7.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
+from aac.config import RewardConfig
 from aac.phase import Phase
 from aac.rewards.terms import b_term, check_score, input_reward, length_penalty
 
+if TYPE_CHECKING:
+    from aac.env.protocol import StepRecord
 
-def _phase_reward(step: Any, score: Optional[float], cfg: Any) -> float:
+
+def _phase_reward(step: StepRecord, score: Optional[float], cfg: RewardConfig) -> float:
     kind = Phase(step.phase)
     if kind == "reasoning":
         if not step.parse_ok:
@@ -57,7 +61,7 @@ def _phase_reward(step: Any, score: Optional[float], cfg: Any) -> float:
     return parse + judged + length_penalty(step.response, cfg.tau_reflect)
 
 
-def _terminal_reward(step: Any, score: Optional[float], cfg: Any) -> float:
+def _terminal_reward(step: StepRecord, score: Optional[float], cfg: RewardConfig) -> float:
     stopped = step.decision is True and Phase(step.phase) == "reflect"
     judged = 0.0
     if score is not None:
@@ -65,7 +69,7 @@ def _terminal_reward(step: Any, score: Optional[float], cfg: Any) -> float:
     return judged + (cfg.timeout_penalty if step.timed_out else 0.0)
 
 
-def step_reward(step: Any, score: Optional[float], cfg: Any) -> float:
+def step_reward(step: StepRecord, score: Optional[float], cfg: RewardConfig) -> float:
     """The reward of one step; `score` is the critic's judgment named by `judgment_kind` (None: none
     was asked for, or the critic gave none)."""
     schedule = cfg.schedule

@@ -6,10 +6,13 @@ Every constant comes from `RewardConfig` (`rewards.*`).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
-from aac.config import Schedule
+from aac.config import RewardConfig, Schedule
 from aac.phase import Phase
+
+if TYPE_CHECKING:
+    from aac.env.protocol import StepRecord
 
 SCHEDULES = tuple(Schedule)  # defined once, in aac.config; values are checked when the config loads
 INFORMATIVENESS = "informativeness"
@@ -22,14 +25,14 @@ def length_penalty(text: str, tau: int) -> float:
     return 0.0 if n <= tau else -min((n - tau) / (2 * tau), 1.0)
 
 
-def b_term(stopped: bool, s: float, cfg: Any) -> float:
+def b_term(stopped: bool, s: float, cfg: RewardConfig) -> float:
     """+1 right stop (s > stop_threshold), -1 premature stop, +1 right to go on (s < continue_threshold)."""
     if stopped:
         return 1.0 if s > cfg.stop_threshold else -1.0
     return 1.0 if s < cfg.continue_threshold else 0.0
 
 
-def input_reward(step: Any, cfg: Any) -> float:
+def input_reward(step: StepRecord, cfg: RewardConfig) -> float:
     """-p_parse if the input did not parse or its call raised/timed out, else lambda_h / (2 T_max); plus
     r_len. A parsed turn without a call is a failure too (nothing was observed)."""
     if not step.parse_ok or step.call is None or not step.call.ok:
@@ -39,7 +42,7 @@ def input_reward(step: Any, cfg: Any) -> float:
     return outcome + length_penalty(step.response, cfg.tau_input)
 
 
-def judgment_kind(step: Any, cfg: Any) -> Optional[str]:
+def judgment_kind(step: StepRecord, cfg: RewardConfig) -> Optional[str]:
     """The critic judgment this step's reward reads under the schedule, or None.
 
     Grade it on `graded_text(step, kind)`: a hypothesis judgment grades the hypothesis the step
@@ -54,7 +57,7 @@ def judgment_kind(step: Any, cfg: Any) -> Optional[str]:
     return None
 
 
-def graded_text(step: Any, kind: str) -> str:
+def graded_text(step: StepRecord, kind: str) -> str:
     """What the critic grades for a judgment of `kind` on `step`: the plan of a reasoning turn, or the
     hypothesis held after the step (a reflect that failed to parse keeps the previous one)."""
     if kind == HYPOTHESIS:
@@ -64,7 +67,7 @@ def graded_text(step: Any, kind: str) -> str:
     raise ValueError(f"unknown judgment kind {kind!r}: expected {HYPOTHESIS} or {INFORMATIVENESS}")
 
 
-def check_score(step: Any, score: Optional[float], cfg: Any) -> None:
+def check_score(step: StepRecord, score: Optional[float], cfg: RewardConfig) -> None:
     """A score is None (no judgment, or a failed one: masked) or in [0, 1] for a step that asked for one."""
     if score is None:
         return

@@ -15,8 +15,9 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+from aac.config import RewardConfig, RolloutConfig
 from aac.engines import Engine
 from aac.env.protocol import ProtocolConfig
 from aac.phase import Phase
@@ -24,6 +25,10 @@ from aac.rewards.schedule import episode_rewards
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.judgments import score_each, turn_judgments
 from aac.rollout.record import interactive_record
+
+if TYPE_CHECKING:
+    from aac.critic import Critic
+    from aac.sandbox import SandboxPool
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +98,7 @@ class _TimedCaller:
     """The sandbox caller handed to episodes; it adds up the wall time spent in calls (the driver
     runs calls of different episodes at once, from threads: their times add up)."""
 
-    def __init__(self, pool: Any, spread_list: bool):
+    def __init__(self, pool: SandboxPool, spread_list: bool):
         self.pool, self.spread_list = pool, spread_list
         self.seconds = 0.0
         self._lock = threading.Lock()
@@ -113,7 +118,7 @@ class _Judging:
     play; without it every judgment goes in one batch after the last episode (better batches, none of
     the critic's time hidden)."""
 
-    def __init__(self, critic: Any, rewards: Any, *, overlap: bool):
+    def __init__(self, critic: Critic, rewards: RewardConfig, *, overlap: bool):
         self.critic, self.rewards = critic, rewards
         self.busy_s = 0.0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="critic") if overlap else None
@@ -160,8 +165,8 @@ class RolloutWorker:
     the actor's engine, its sandbox pool (calls follow the env's argument rule, `spread_list`) and its
     critic (both built where the worker lives: `aac.assembly`)."""
 
-    def __init__(self, rollout: Any, rewards: Any, protocol: ProtocolConfig, actor_engine: Engine, pool: Any,
-                 critic: Any, *, spread_list: bool):
+    def __init__(self, rollout: RolloutConfig, rewards: RewardConfig, protocol: ProtocolConfig, actor_engine: Engine,
+                 pool: SandboxPool, critic: Critic, *, spread_list: bool):
         self.rollout, self.rewards, self.protocol = rollout, rewards, protocol
         self.engine, self.pool, self.critic, self.spread_list = actor_engine, pool, critic, spread_list
 
