@@ -17,7 +17,7 @@ from pathlib import Path
 
 from aac.data.pau import BuildConfig, build, verify
 from aac.data.sources import SourceError
-from aac.env.rows import write_instances
+from aac.data.summary import write_built
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,9 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         instances, summary = build(a.source, limit=a.limit, sample=a.sample, cfg=BuildConfig(seed=a.seed))
         if describe is not None:
             instances = describe(instances)
-        write_instances(a.out, instances)
-        print(summary.text())
-        print(f"wrote {len(instances)} rows to {a.out}")
+        write_built(a.out, instances, summary.text())
         if a.summary_json:
             record = {**summary.as_dict(), "limit": a.limit, "sample": a.sample, "config": asdict(BuildConfig(seed=a.seed))}
             Path(a.summary_json).write_text(json.dumps(record, indent=1))

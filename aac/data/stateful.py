@@ -41,7 +41,7 @@ from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
 from aac.data.examples import unreproduced
 from aac.data.inputs import Mutator, code_constants, render
 from aac.data.splits import TEST_FRACTION, split_instances
-from aac.data.summary import BuildSummary, mean
+from aac.data.summary import BuildSummary, mean, write_built
 from aac.env.domains.stateful import (
     CLASS,
     NEW,
@@ -54,7 +54,6 @@ from aac.env.domains.stateful import (
 )
 from aac.env.instance import Instance, load_instances
 from aac.env.prompts import in_context_prompt
-from aac.env.rows import write_instances
 from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json
 
@@ -442,9 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--out is required (or --verify FILE)")
     files = class_files()[: a.limit] if a.limit else None
     instances, summary = build(files, StatefulConfig(seed=a.seed))
-    write_instances(a.out, instances)
-    print(summary.text())
-    print(f"wrote {len(instances)} rows to {a.out}")
+    write_built(a.out, instances, summary.text())
     return 0
 
 

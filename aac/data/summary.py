@@ -8,8 +8,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from aac.env.rows import write_instances
+
 if TYPE_CHECKING:
     from aac.env.instance import Instance
+
+
+def write_built(out: str, instances: list[Instance], summary_text: str) -> None:
+    """A builder CLI's last act: write the rows, then print the build's summary and where the rows went."""
+    write_instances(out, instances)
+    print(summary_text)
+    print(f"wrote {len(instances)} rows to {out}")
 
 
 def mean(xs: list[float]) -> float | None:

@@ -34,11 +34,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aac.data.splits import TEST_FRACTION, split_instances
+from aac.data.summary import write_built
 from aac.env.domains import get_domain, pool_preload
 from aac.env.domains.web import function_name, parse_intent, parse_request, program, render_header
 from aac.env.instance import Instance, load_instances
 from aac.env.prompts import in_context_prompt
-from aac.env.rows import write_instances
 from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json
 
@@ -314,9 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--out is required (or --verify FILE)")
     files = service_files()[: a.limit] if a.limit else None
     instances, summary = build(files)
-    write_instances(a.out, instances)
-    print(summary.text())
-    print(f"wrote {len(instances)} rows to {a.out}")
+    write_built(a.out, instances, summary.text())
     return 0
 
 
