@@ -289,9 +289,9 @@ def test_deepspeed_zero2_state_roundtrip_and_skip(tiny_model_path):
 @pytest.mark.slow
 def test_bf16_engine_fp32_learner_ratio_and_sync_check(tiny_model_path, tmp_path):
     """The GPU situation in miniature: the engine's bf16 log-probs only enter the importance weight,
-    the ratio stays exactly 1, and the sync tolerance tells a synced adapter from a stale one."""
-    from aac.config import TrainConfig
+    the ratio stays exactly 1, and the synced engine passes the run's log-prob gap bound."""
     from aac.engines import GenRequest, Sampling, make_engine
+    from aac.training.sync import FP32_TOLERANCE, default_tolerance
 
     learner = Learner(config(), tiny_model_path, seed=0)
     learner.save_adapter(tmp_path / "v0")
@@ -306,7 +306,6 @@ def test_bf16_engine_fp32_learner_ratio_and_sync_check(tiny_model_path, tmp_path
     assert 0.0 < m["sampling/logprob_gap"] < 0.05  # bf16 kernels: a small, non-zero gap
     assert m["sampling/is_weight_max"] > 1.0 and m["sampling/is_weight_mean"] == pytest.approx(1.0, abs=0.05)
     learner.save_adapter(tmp_path / "v1")
-    tol = TrainConfig().sync_tolerance
     probe = (batch[0].prompt_ids, batch[0].completion_ids)
     ours = learner.token_logprobs(*probe)
     gaps = []
@@ -314,4 +313,7 @@ def test_bf16_engine_fp32_learner_ratio_and_sync_check(tiny_model_path, tmp_path
         engine.load_adapter("actor", str(tmp_path / f"v{version}"), version)
         gaps.append(sum(abs(a - b) for a, b in zip(ours, engine.score(*probe, "actor"))) / len(ours))
     synced, stale = gaps
-    assert synced < tol < stale
+    # at this lr the gap still sees one update; the run's bound for a bf16 engine (null sync_tolerance)
+    # passes the synced engine, and staleness itself is told by adapter versions (tests/test_faults.py)
+    assert synced < FP32_TOLERANCE < stale
+    assert synced < default_tolerance("bfloat16", "float32")
