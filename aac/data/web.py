@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import argparse
 import ast
-import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 from aac.data.splits import TEST_FRACTION, split_instances
-from aac.data.summary import write_built
+from aac.data.summary import BuildSummary, mean, write_built
 from aac.env.domains import get_domain, pool_preload
 from aac.env.domains.web import function_name, parse_intent, parse_request, program, render_header
 from aac.env.instance import Instance, load_instances
@@ -203,36 +203,31 @@ def build_service(src: ServiceSource, pool: SandboxPool, cfg: WebConfig = WebCon
 
 
 @dataclass
-class WebSummary:
-    rows_in: int = 0
-    rows_kept: int = 0
-    dropped: Counter = field(default_factory=Counter)
+class WebSummary(BuildSummary):
+    """Per kept service: its endpoints (its held-out intents are its test examples) and the share of its routes the stored examples
+    reach (route coverage stands where the other builders measure branch coverage)."""
+
+    source: str = "web"
     endpoints: list[int] = field(default_factory=list)
-    intents: list[int] = field(default_factory=list)
     inputs: int = 0
     coverage: dict[str, float] = field(default_factory=dict)  # service -> share of its routes reached
-    seconds: float = 0.0
 
-    def as_dict(self) -> dict:
+    unit: ClassVar[str] = "services"
+    measures_coverage: ClassVar[bool] = False
+
+    def details(self) -> dict:
         cov = list(self.coverage.values())
-        return {"source": "web", "rows_in": self.rows_in, "rows_kept": self.rows_kept,
-                "dropped": dict(self.dropped.most_common()), "endpoints": sum(self.endpoints),
-                "endpoints_per_service": dict(sorted(Counter(self.endpoints).items())),
-                "intents": sum(self.intents), "intent_inputs": self.inputs,
-                "mean_route_coverage": statistics.fmean(cov) if cov else None,
-                "rows_at_full_route_coverage": sum(c >= 1.0 for c in cov),
-                "route_coverage": self.coverage, "seconds": round(self.seconds, 1)}
+        return {"endpoints": sum(self.endpoints), "endpoints_per_service": dict(sorted(Counter(self.endpoints).items())),
+                "intents": sum(self.test_examples), "intent_inputs": self.inputs, "mean_route_coverage": mean(cov),
+                "rows_at_full_route_coverage": sum(c >= 1.0 for c in cov), "route_coverage": self.coverage}
 
-    def text(self) -> str:
-        d = self.as_dict()
+    def detail_lines(self) -> list[str]:
+        d = self.details()
         cov = "n/a" if d["mean_route_coverage"] is None else f"{100 * d['mean_route_coverage']:.1f}%"
-        lines = [f"source web: {self.rows_in} services in, {self.rows_kept} kept ({self.seconds:.1f} s)",
-                 f"  endpoints: {d['endpoints']} ({d['endpoints_per_service']} services by endpoint count)",
-                 f"  held-out intents: {d['intents']} ({d['intent_inputs']} test inputs)",
-                 f"  routes reached by the stored examples: mean {cov}; services at 100%: "
-                 f"{d['rows_at_full_route_coverage']}"]
-        lines += [f"  dropped {n:4d}: {reason}" for reason, n in self.dropped.most_common()]
-        return "\n".join(lines)
+        return [f"  endpoints: {d['endpoints']} ({d['endpoints_per_service']} services by endpoint count)",
+                f"  held-out intents: {d['intents']} ({d['intent_inputs']} test inputs)",
+                f"  routes reached by the stored examples: mean {cov}; services at 100%: "
+                f"{d['rows_at_full_route_coverage']}"]
 
 
 def build(files: Iterable[Path] | None = None, cfg: WebConfig = WebConfig()) -> tuple[list[Instance], WebSummary]:
@@ -251,11 +246,10 @@ def build(files: Iterable[Path] | None = None, cfg: WebConfig = WebConfig()) -> 
                 summary.dropped[res.reason] += 1
                 continue
             instances.append(res.instance)
+            summary.keep(res.instance)
             summary.endpoints.append(len(res.routes))
-            summary.intents.append(len(res.instance.test_examples))
             summary.inputs += sum(len(parse_intent(lit)["inputs"]) for lit, _ in res.instance.test_examples)
             summary.coverage[res.name] = len(res.covered) / len(res.routes)
-    summary.rows_kept = len(instances)
     summary.seconds = time.monotonic() - start
     return instances, summary
 
