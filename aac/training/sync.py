@@ -20,11 +20,12 @@ The check has two parts, neither of which depends on the learning rate:
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
+
+from aac.metrics import timed
 
 if TYPE_CHECKING:
     from aac.assembly import Run
@@ -89,19 +90,19 @@ class AdapterSync:
              before: Optional[list[list[float]]] = None) -> dict[str, float]:
         """Hand the learner's adapter to the engine as `version`, check it on `probe` (`before`: the
         learner's log-probs of it under the previous version), and drop older adapter folders."""
-        t0 = time.perf_counter()
-        path, tmp = self.path(version), self.path(version).with_suffix(".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.run.learner.save_adapter(str(tmp))
-        shutil.rmtree(path, ignore_errors=True)  # a retried sync's own
-        tmp.rename(path)  # whole or absent: what a rebuilt engine loads
-        if self.sync_adapter or version == 0:
-            self.load(version)
-        served = self.run.actor.adapter_version(ACTOR)
-        if served is not None and served != version:
-            raise SyncError(f"the engine serves adapter v{served} after v{version} was handed to it: it is serving "
-                            "a stale adapter")
-        out = {"time/sync_s": time.perf_counter() - t0}
+        out: dict[str, float] = {}
+        with timed(out, "time/sync_s"):
+            path, tmp = self.path(version), self.path(version).with_suffix(".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            self.run.learner.save_adapter(str(tmp))
+            shutil.rmtree(path, ignore_errors=True)  # a retried sync's own
+            tmp.rename(path)  # whole or absent: what a rebuilt engine loads
+            if self.sync_adapter or version == 0:
+                self.load(version)
+            served = self.run.actor.adapter_version(ACTOR)
+            if served is not None and served != version:
+                raise SyncError(f"the engine serves adapter v{served} after v{version} was handed to it: it is serving "
+                                "a stale adapter")
         if probe and self.check_sync:
             out.update(self._check(version, probe, before))
         self._prune(version)
