@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from aac.config import CriticConfig, EnvConfig, EvalConfig, RewardConfig, RolloutConfig, TrainConfig
 from aac.env.domains import open_pool
 from aac.env.protocol import ProtocolConfig, sandbox_caller
-from aac.placement import EngineSet, Placed, critic_engine, start_ray
+from aac.placement import EngineSet, Placed, critic_engine, placement_table, start_ray
 from aac.rollout.workers import RolloutWorker
 
 if TYPE_CHECKING:
@@ -120,6 +120,10 @@ class Run:
             self._scorers = judge, matcher
         return self._scorers
 
+    def pieces(self) -> list[Placed]:
+        """Every placed piece: the engine hosts, the learner, the rollout workers."""
+        return [*self.engines.hosts(), *([self.learner] if self.learner is not None else []), *self.workers]
+
     def rebuild_dead(self) -> list[str]:
         """Rebuild every piece whose Ray actor died (none in-process); the names of those rebuilt. A
         rebuilt engine takes every rollout worker with it: a worker holds a copy of the engine's proxy."""
@@ -156,7 +160,7 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
     `rollout.placement` says) or of an eval run (engines on first use, in this process)."""
     use_ray = train and cfg.rollout.placement == "ray"
     if use_ray:
-        start_ray(threads=cfg.rollout.cpu_threads)
+        start_ray(threads=cfg.rollout.cpu_threads, address=cfg.ray.address)
     run = Run(cfg, EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=use_ray), use_ray)
     if not train:
         return run
@@ -177,6 +181,8 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
         protocol = training_protocol(cfg.env)
         run.workers = [Placed(PlacedRolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, run.actor, run.critic,
                               use_ray=use_ray, name=f"rollout{i}") for i in range(r.num_workers)]
+        if use_ray:  # which piece runs where, as Ray placed them on the cluster's nodes
+            log.info("placement:\n  %s", "\n  ".join(placement_table(run.pieces())))
     except BaseException:
         run.close()
         raise

@@ -216,7 +216,15 @@ class RolloutConfig:
     # episodes in flight per worker (continuous batching: a finished one's slot is refilled at once);
     # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
     max_live_episodes: Optional[int] = None
-    num_gpus: float = 0.0  # GPUs Ray gives the engine actor (qwen3_8b: 1, the learner takes the other)
+    num_gpus: float = 0.0  # GPUs Ray gives each engine replica (per tensor-parallel shard; qwen3_8b: 1)
+    # engine replicas of the actor's model, each a Ray actor with GPUs of its own: a new episode goes to
+    # the replica with the fewest outstanding tokens and its turns stay there (its prefix cache), every
+    # adapter version is loaded into every replica before the next rollout, and a critic on the actor's
+    # model uses them too. More replicas: more generation throughput, for GPUs the learner leaves idle
+    num_engines: int = 1
+    # vLLM tensor parallelism: each replica's weights sharded over this many GPUs (a model larger than one
+    # GPU), reserved together on one node (a Ray placement group); costs an all-reduce per layer
+    tensor_parallel_size: int = 1
     placement: Placement = Placement.ray  # ray: engine, learner, workers in Ray actors | local: one process
     # OpenMP/torch threads of each Ray actor (the learner's update) and of each vLLM CPU engine (in its
     # process; a worker process of its own binds the first N cores); None: every allowed core. The pieces take turns (generation,
@@ -356,6 +364,13 @@ class LoggingConfig:
 
 
 @dataclass
+class RayConfig:
+    # the Ray cluster a run joins: its head's HOST:PORT (`ray start --head` prints it) or "auto"; null:
+    # $RAY_ADDRESS when set, else a private local Ray started for the run (and stopped with it)
+    address: Optional[str] = None
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -366,6 +381,7 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
     seed: int = 0
     max_steps: Optional[int] = None  # optimizer steps; None: epochs over the data
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"
@@ -421,7 +437,8 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
             "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
-            "learner.ppo_minibatches", "learner.tis_cap", "rollout.cpu_threads", "critic.scripted_k", "sft.epochs", "sft.batch_turns",
+            "learner.ppo_minibatches", "learner.tis_cap", "rollout.cpu_threads", "rollout.num_engines",
+            "rollout.tensor_parallel_size", "critic.scripted_k", "sft.epochs", "sft.batch_turns",
             "sync_tolerance", "sync_probe_tokens", "keep_adapters")
 
 
@@ -495,6 +512,7 @@ def validate(cfg: Any) -> None:
         bad = {k: v for k, v in stops.items() if k not in PHASE_NAMES or not v or not all(isinstance(s, str) and s for s in v)}
         if bad:
             raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)}, each with non-empty strings")
+    _validate_scale(cfg)
     if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
         raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
     ranges = (("critic.coverage_output_weight", 0.0, 1.0, True), ("rewards.stop_threshold", 0.0, 1.0, False),
@@ -520,6 +538,28 @@ def validate(cfg: Any) -> None:
             raise ConfigError(str(e)) from None
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
+
+
+def _validate_scale(cfg: Any) -> None:
+    """Engine replicas, tensor parallelism and a cluster to join: pieces Ray places."""
+    from omegaconf import OmegaConf
+
+    r = cfg.rollout
+    scaled = {"rollout.num_engines": r.num_engines, "rollout.tensor_parallel_size": r.tensor_parallel_size}
+    for key, value in scaled.items():
+        if value > 1 and r.placement != "ray":
+            raise ConfigError(f"{key}={value} places pieces in Ray actors: it needs rollout.placement=ray")
+    if OmegaConf.select(cfg, "ray.address") and r.placement != "ray":
+        raise ConfigError("ray.address joins a Ray cluster: it needs rollout.placement=ray")
+    if r.num_engines > 1 and r.engine == "openai":
+        raise ConfigError("rollout.num_engines > 1 replicates a model this run serves; an endpoint "
+                          "(rollout.engine=openai) is one engine: scale it behind its URL")
+    if r.tensor_parallel_size > 1 and r.engine != "vllm":
+        raise ConfigError(f"rollout.tensor_parallel_size={r.tensor_parallel_size} needs rollout.engine=vllm "
+                          f"(got {r.engine})")
+    if r.tensor_parallel_size > 1 and r.num_gpus != 1:
+        raise ConfigError(f"rollout.tensor_parallel_size={r.tensor_parallel_size} shards the model over whole "
+                          f"GPUs: rollout.num_gpus (per shard) must be 1, got {r.num_gpus}")
 
 
 def compose(*overrides: str, config_name: str = "config") -> Any:

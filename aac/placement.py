@@ -31,6 +31,15 @@ log = logging.getLogger("aac")
 ACTOR_DEATH_TIMEOUT_S = 60.0  # a live actor answers a ping within this (a busy one answers after its call)
 
 
+def _where() -> dict[str, Any]:
+    """Where this process runs (called inside a piece's actor)."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    return {"ip": ray.util.get_node_ip_address(), "node": ctx.get_node_id(),
+            "gpus": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])], "pid": os.getpid()}
+
+
 class Placed:
     """A handle on an object built here or in a Ray actor; attribute calls are synchronous.
 
@@ -76,6 +85,14 @@ class Placed:
         import ray
 
         return ray.get(self._obj.__ray_call__.remote(lambda _: os.getpid()))
+
+    def where(self) -> dict[str, Any]:
+        """Where the piece runs: node address and id, the GPU ids Ray gave it, its process."""
+        if not self._ray:
+            return {"ip": "local", "node": "-", "gpus": [], "pid": os.getpid()}
+        import ray
+
+        return ray.get(self._obj.__ray_call__.remote(lambda _: _where()))
 
     def rebuild(self) -> None:
         """A new actor from the same arguments, in place of a dead one (whose remains are killed)."""
@@ -130,15 +147,26 @@ class Placed:
         return call
 
 
-def start_ray(num_cpus: int | None = None, num_gpus: int | None = None, threads: int | None = None) -> None:
-    """Start (or join) a local Ray with a private temp dir and quiet logs (`num_gpus`: Ray's count,
-    default what it detects; tests declare fake GPUs with it). Every actor runs `threads` OpenMP/torch
-    threads (`rollout.cpu_threads`; None: every core) instead of Ray's 1 for an actor with num_cpus=0."""
+def start_ray(num_cpus: int | None = None, num_gpus: int | None = None, threads: int | None = None,
+              address: str | None = None) -> None:
+    """Join the Ray cluster at `address` (`ray.address`; default $RAY_ADDRESS), or start a private local
+    Ray with a private temp dir (`num_gpus`: Ray's count, default what it detects; tests declare fake
+    GPUs with it). A joined cluster is left running when the run ends; a private one ends with it.
+    Every actor runs `threads` OpenMP/torch threads (`rollout.cpu_threads`; None: every core) instead
+    of Ray's 1 for an actor with num_cpus=0."""
     import ray
 
     if ray.is_initialized():
         return
     quiet_env()
+    runtime_env = {"env_vars": {**{k: os.environ[k] for k in QUIET_ENV}, "OMP_NUM_THREADS": str(omp_threads(threads))}}
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=True, logging_level="WARNING", runtime_env=runtime_env)
+        res = ray.cluster_resources()
+        log.info("ray: joined the cluster at %s (%d node(s), %g CPUs, %g GPUs)", address,
+                 sum(n["Alive"] for n in ray.nodes()), res.get("CPU", 0), res.get("GPU", 0))
+        return
     tmp = os.environ.get("RAY_TMPDIR") or tempfile.mkdtemp(prefix="aac-ray-")
     os.environ["RAY_TMPDIR"] = tmp
     ray.init(
@@ -148,8 +176,15 @@ def start_ray(num_cpus: int | None = None, num_gpus: int | None = None, threads:
         log_to_driver=True,
         logging_level="WARNING",
         _temp_dir=tmp,
-        runtime_env={"env_vars": {**{k: os.environ[k] for k in QUIET_ENV}, "OMP_NUM_THREADS": str(omp_threads(threads))}},
+        runtime_env=runtime_env,
     )
+
+
+def placement_table(pieces: list[Placed]) -> list[str]:
+    """One line per piece: the node (address and id) and the GPUs it runs on, and its process."""
+    rows = [(p.name, p.where()) for p in pieces]
+    return [f"{name:<24} node {w['ip']} ({w['node'][:8]}) GPUs {','.join(w['gpus']) or '-'} pid {w['pid']}"
+            for name, w in rows]
 
 
 class EngineSet:

@@ -25,7 +25,7 @@ import itertools
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -71,6 +71,9 @@ class GenRequest:
     # token-in: the prompt's tokens as given (a caller that templates the chat itself, e.g. SkyRL's
     # generator); `messages` are then unused. Local engines only (vllm, hf)
     prompt_ids: Optional[list[int]] = None
+    # the episode this turn belongs to (any hashable id): engine replicas keep an episode's turns on one
+    # replica, whose prefix cache holds the prompt they share (aac/engines/replicas.py)
+    episode: Optional[Hashable] = None
 
 
 @dataclass
