@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any, Optional
 from aac.config import CriticConfig, EnvConfig, EvalConfig, RewardConfig, RolloutConfig, TrainConfig
 from aac.env.domains import open_pool
 from aac.env.protocol import ProtocolConfig, sandbox_caller
-from aac.placement import EngineSet, Placed, critic_engine, placement_table, start_ray
+from aac.placement import (
+    EngineSet,
+    Placed,
+    check_gpus,
+    cluster_gpus,
+    critic_engine,
+    gpu_asks,
+    placement_table,
+    start_ray,
+)
 from aac.rollout.workers import RolloutWorker
 
 if TYPE_CHECKING:
@@ -161,6 +170,7 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
     use_ray = train and cfg.rollout.placement == "ray"
     if use_ray:
         start_ray(threads=cfg.rollout.cpu_threads, address=cfg.ray.address)
+        check_gpus(gpu_asks(cfg), cluster_gpus())
     run = Run(cfg, EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=use_ray), use_ray)
     if not train:
         return run

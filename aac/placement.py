@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from aac.config import CriticConfig, ModelConfig, RolloutConfig
@@ -48,22 +49,34 @@ class Placed:
     restarts stay off: a restarted actor would come back without the state the run gave it, silently."""
 
     def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0,
-                 env: dict[str, str] | None = None, **kwargs: Any):
+                 tensor_parallel: int = 1, env: dict[str, str] | None = None, **kwargs: Any):
         self.name = name
         self._ray = use_ray
-        self._build = (cls, args, kwargs, num_gpus, env)
+        self._build = (cls, args, kwargs, num_gpus, tensor_parallel, env)
+        self.group: Any = None  # the placement group reserving a tensor-parallel piece's GPUs
         self._obj = self._make()
 
     def _make(self) -> Any:
-        cls, args, kwargs, num_gpus, env = self._build
+        cls, args, kwargs, num_gpus, tensor_parallel, env = self._build
         if not self._ray:
             return cls(*args, **kwargs)
         import ray
 
         # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES; `env`: what
         # its process must start with (e.g. the learner's allocator settings)
+        options: dict[str, Any] = {"runtime_env": {"env_vars": env}} if env else {}
+        if tensor_parallel > 1:
+            # the shards' GPUs reserved together on one node; the piece itself holds none, the workers
+            # it starts (vLLM's, on Ray) take the group's bundles
+            from ray.util.placement_group import placement_group
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            self.group = placement_group([{"GPU": num_gpus}] * tensor_parallel, strategy="STRICT_PACK")
+            ray.get(self.group.ready(), timeout=ACTOR_DEATH_TIMEOUT_S)
+            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                self.group, placement_group_capture_child_tasks=True)
+            num_gpus = 0.0
         actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus, max_restarts=0)(cls)
-        options = {"runtime_env": {"env_vars": env}} if env else {}
         return actor_cls.options(name=None, **options).remote(*args, **kwargs)
 
     def alive(self) -> bool:
@@ -92,7 +105,12 @@ class Placed:
             return {"ip": "local", "node": "-", "gpus": [], "pid": os.getpid()}
         import ray
 
-        return ray.get(self._obj.__ray_call__.remote(lambda _: _where()))
+        where = ray.get(self._obj.__ray_call__.remote(lambda _: _where()))
+        if self.group is not None:  # the GPUs its shards' workers take: the group's, on one node
+            bundles = ray.util.placement_group_table(self.group)["bundles_to_node_id"]
+            where["gpus"] = [f"{len(bundles)} reserved"]
+            where["group_nodes"] = sorted(set(bundles.values()))
+        return where
 
     def rebuild(self) -> None:
         """A new actor from the same arguments, in place of a dead one (whose remains are killed)."""
@@ -122,6 +140,9 @@ class Placed:
             import ray
 
             ray.kill(self._obj)
+            if self.group is not None:
+                ray.util.remove_placement_group(self.group)
+                self.group = None
 
     def close(self, method: str = "close") -> None:
         """Call `method` (the piece's own shutdown) and wait for it, then end the actor: a vLLM engine's
@@ -180,6 +201,50 @@ def start_ray(num_cpus: int | None = None, num_gpus: int | None = None, threads:
     )
 
 
+@dataclass(frozen=True)
+class GpuAsk:
+    """The GPUs one piece asks Ray for: `gpus` per shard, `shards` of them reserved together on one node."""
+
+    name: str
+    gpus: float
+    shards: int = 1
+
+    @property
+    def total(self) -> float:
+        return self.gpus * self.shards
+
+
+def gpu_asks(cfg: Any) -> list[GpuAsk]:
+    """What a training run's pieces ask for: each engine replica, the critic's own engine, the learner."""
+    r = cfg.rollout
+    asks = [GpuAsk(f"engine replica {i}", r.num_gpus, r.tensor_parallel_size) for i in range(r.num_engines)]
+    return [*asks, GpuAsk("critic engine", cfg.critic.num_gpus), GpuAsk("learner", cfg.learner.num_gpus)]
+
+
+def check_gpus(asks: list[GpuAsk], node_gpus: list[float]) -> None:
+    """One line naming the keys when the asks cannot all be placed on nodes with `node_gpus` GPUs each
+    (Ray would otherwise wait for them forever)."""
+    from aac.config import ConfigError
+
+    wanted, have = sum(a.total for a in asks), sum(node_gpus)
+    if wanted > have:
+        parts = ", ".join(f"{a.name} {a.total:g}" for a in asks if a.total)
+        raise ConfigError(f"the run asks for {wanted:g} GPUs ({parts}; rollout.num_engines x "
+                          f"rollout.tensor_parallel_size x rollout.num_gpus, critic.num_gpus, learner.num_gpus) "
+                          f"but the Ray cluster has {have:g}")
+    packed = max((a for a in asks if a.shards > 1), key=lambda a: a.total, default=None)
+    if packed is not None and packed.total > max(node_gpus):
+        raise ConfigError(f"rollout.tensor_parallel_size={packed.shards} reserves {packed.total:g} GPUs on one node "
+                          f"but the largest node of the Ray cluster has {max(node_gpus):g}")
+
+
+def cluster_gpus() -> list[float]:
+    """The GPUs of each live node of the Ray cluster this process is connected to."""
+    import ray
+
+    return [n["Resources"].get("GPU", 0.0) for n in ray.nodes() if n["Alive"]]
+
+
 def placement_table(pieces: list[Placed]) -> list[str]:
     """One line per piece: the node (address and id) and the GPUs it runs on, and its process."""
     rows = [(p.name, p.where()) for p in pieces]
@@ -203,10 +268,10 @@ class EngineSet:
         """The actor's engine (`rollout.engine` unless `kind`), with LoRA slots for `lora_rank`."""
         kind = kind or self.rollout.engine
         return self.get(kind, self.model.name, lora_rank=lora_rank if kind != "openai" else None,
-                        num_gpus=self.rollout.num_gpus)
+                        num_gpus=self.rollout.num_gpus, tensor_parallel=self.rollout.tensor_parallel_size)
 
     def get(self, kind: str, model: str, *, openai: Any = None, lora_rank: Optional[int] = None,
-            num_gpus: float = 0.0) -> Engine:
+            num_gpus: float = 0.0, tensor_parallel: int = 1) -> Engine:
         """The engine serving `model` on backend `kind` (an endpoint: `openai`, default `rollout.openai`)."""
         explicit = openai is not None
         openai = openai if explicit else self.rollout.openai
@@ -225,13 +290,15 @@ class EngineSet:
             overrides["enable_lora"] = lora_rank is not None
             if lora_rank is not None:
                 overrides["max_lora_rank"] = max(self.rollout.max_lora_rank, lora_rank)
+        if tensor_parallel > 1:
+            overrides["tensor_parallel_size"] = tensor_parallel
         log.info("engine: %s serving %s%s%s", kind, model, " with the LoRA merged" if merged else "",
-                 f" on {num_gpus:g} GPU(s)" if num_gpus else "")
+                 f" on {num_gpus * tensor_parallel:g} GPU(s)" if num_gpus else "")
         if self.use_ray:
             from aac.engines.remote import EngineHost, RemoteEngine
 
             host = Placed(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True, name=f"engine:{model}",
-                          num_gpus=num_gpus, **overrides)
+                          num_gpus=num_gpus, tensor_parallel=tensor_parallel, **overrides)
             self._placed[key] = host
             engine: Engine = RemoteEngine(host.actor)
         else:

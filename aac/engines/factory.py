@@ -53,6 +53,10 @@ def engine_from_config(model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed:
                       # requested RolloutConfig field; None = on for the CPU build (vllm_engine.py)
                       plain_base_batches=rollout_cfg.plain_base_batches, lora_mode=rollout_cfg.lora_mode,
                       cpu_threads=rollout_cfg.cpu_threads, in_process=rollout_cfg.vllm_in_process)
+        if overrides.get("tensor_parallel_size", 1) > 1:
+            # the shards run as Ray workers in the host actor's placement group, which vLLM finds only
+            # when its engine core runs in the host's process
+            kwargs.update(distributed_executor_backend="ray", in_process=True)
     elif kind == "openai":
         kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
     kwargs.update(overrides)
