@@ -60,6 +60,8 @@ def rollout_metrics(batch: RolloutBatch, stop_threshold: float) -> dict[str, flo
         [sum(t.score or 0.0 for t in ep.turns if t.judged == "informativeness") for ep in eps if ep.concluded])
     for k, v in batch.timings.items():
         m[f"time/{k}_s"] = v
+    for i, n in sorted(batch.replica_episodes.items()):
+        m[f"rollout/episodes_engine{i}"] = n
     for k, v in batch.critic_counts.items():  # this step's counts and rates, merged over workers
         m[f"critic/{k}"] = float(v)
     m["rollout/generated_tokens"] = float(batch.generated_tokens)

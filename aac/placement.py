@@ -259,7 +259,7 @@ class EngineSet:
     def __init__(self, model: ModelConfig, rollout: RolloutConfig, seed: int, *, use_ray: bool):
         self.model, self.rollout, self.seed, self.use_ray = model, rollout, seed, use_ray
         self._made: dict[tuple, Engine] = {}
-        self._placed: dict[tuple, Placed] = {}  # under Ray: the host of each engine in `_made`
+        self._placed: dict[tuple, list[Placed]] = {}  # under Ray: the hosts (replicas) of each engine in `_made`
 
     def _key(self, kind: str, model: str, openai: Any) -> tuple:
         return (kind, model, openai.base_url if kind == "openai" else None)
@@ -268,11 +268,13 @@ class EngineSet:
         """The actor's engine (`rollout.engine` unless `kind`), with LoRA slots for `lora_rank`."""
         kind = kind or self.rollout.engine
         return self.get(kind, self.model.name, lora_rank=lora_rank if kind != "openai" else None,
-                        num_gpus=self.rollout.num_gpus, tensor_parallel=self.rollout.tensor_parallel_size)
+                        num_gpus=self.rollout.num_gpus, tensor_parallel=self.rollout.tensor_parallel_size,
+                        replicas=self.rollout.num_engines)
 
     def get(self, kind: str, model: str, *, openai: Any = None, lora_rank: Optional[int] = None,
-            num_gpus: float = 0.0, tensor_parallel: int = 1) -> Engine:
-        """The engine serving `model` on backend `kind` (an endpoint: `openai`, default `rollout.openai`)."""
+            num_gpus: float = 0.0, tensor_parallel: int = 1, replicas: int = 1) -> Engine:
+        """The engine serving `model` on backend `kind` (an endpoint: `openai`, default `rollout.openai`);
+        under Ray, `replicas` copies of it behind one proxy (aac/engines/replicas.py)."""
         explicit = openai is not None
         openai = openai if explicit else self.rollout.openai
         # rollout.lora_mode=merged: the adapter lives in its own engine's weights, apart from the base's
@@ -292,15 +294,19 @@ class EngineSet:
                 overrides["max_lora_rank"] = max(self.rollout.max_lora_rank, lora_rank)
         if tensor_parallel > 1:
             overrides["tensor_parallel_size"] = tensor_parallel
-        log.info("engine: %s serving %s%s%s", kind, model, " with the LoRA merged" if merged else "",
-                 f" on {num_gpus * tensor_parallel:g} GPU(s)" if num_gpus else "")
+        log.info("engine: %s serving %s%s%s%s", kind, model, " with the LoRA merged" if merged else "",
+                 f" on {num_gpus * tensor_parallel:g} GPU(s)" if num_gpus else "",
+                 f" x {replicas} replicas" if replicas > 1 else "")
         if self.use_ray:
             from aac.engines.remote import EngineHost, RemoteEngine
+            from aac.engines.replicas import EngineReplicas
 
-            host = Placed(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True, name=f"engine:{model}",
-                          num_gpus=num_gpus, tensor_parallel=tensor_parallel, **overrides)
-            self._placed[key] = host
-            engine: Engine = RemoteEngine(host.actor)
+            hosts = [Placed(EngineHost, model_cfg, self.rollout, self.seed, use_ray=True,
+                            name=f"engine:{model}" + (f"#{i}" if replicas > 1 else ""), num_gpus=num_gpus,
+                            tensor_parallel=tensor_parallel, **overrides) for i in range(replicas)]
+            self._placed[key] = hosts
+            proxies: list[Engine] = [RemoteEngine(h.actor) for h in hosts]
+            engine: Engine = proxies[0] if replicas == 1 else EngineReplicas(proxies)
         else:
             from aac.engines import engine_from_config
 
@@ -312,21 +318,22 @@ class EngineSet:
         """Rebuild every engine whose actor died; the driver's proxies then reach the new ones (pieces
         holding a copy of a proxy, e.g. rollout workers, need rebuilding). Returns the rebuilt engines."""
         rebuilt = []
-        for key, host in self._placed.items():
-            if not host.alive():
-                host.rebuild()
-                self._made[key].rebind(host.actor)  # type: ignore[attr-defined]
-                rebuilt.append(self._made[key])
+        for key, hosts in self._placed.items():
+            for host, proxy in zip(hosts, self._made[key].replicas()):
+                if not host.alive():
+                    host.rebuild()
+                    proxy.rebind(host.actor)  # type: ignore[attr-defined]
+                    rebuilt.append(proxy)
         return rebuilt
 
     def hosts(self) -> list[Placed]:
-        return list(self._placed.values())
+        return [host for hosts in self._placed.values() for host in hosts]
 
     def close(self) -> None:
         for key, engine in self._made.items():
             if key not in self._placed:
                 engine.close()
-        for host in self._placed.values():
+        for host in self.hosts():
             host.close()
         self._made.clear()
         self._placed.clear()

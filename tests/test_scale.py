@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from doubles import GenerateOnly
 
 from aac.config import compose
 from aac.metrics import read
@@ -59,8 +60,21 @@ def ray_head(monkeypatch):
         head.wait(timeout=30)
 
 
+class KillingTrainer(Trainer):
+    """SIGKILLs engine replica 1 between step 2's rollout and its update."""
+
+    def samples(self, batch, advantages):
+        if self.step == 1 and not getattr(self, "killed", False):
+            self.killed = True
+            os.kill(self.pieces.engines.hosts()[1].pid(), signal.SIGKILL)
+        return super().samples(batch, advantages)
+
+
 @pytest.mark.slow
-def test_a_run_joins_an_existing_cluster_and_leaves_it_running(ray_head, tmp_path, caplog):
+def test_a_run_joins_a_cluster_and_spreads_episodes_over_engine_replicas(ray_head, tmp_path, caplog):
+    """The tiny recipe with two engine replicas on a cluster of the test's own: the run starts no Ray,
+    says where each piece runs, spreads episodes over both replicas, loads each version into both, and
+    survives one being killed; the cluster is still up afterwards."""
     import ray
 
     address, head = ray_head
@@ -69,23 +83,31 @@ def test_a_run_joins_an_existing_cluster_and_leaves_it_running(ray_head, tmp_pat
     trainer = None
     try:
         with caplog.at_level(logging.INFO, logger="aac"):
-            trainer = Trainer(compose(*TINY_RAY, "max_steps=1", f"ray.address={address}"), tmp_path)
+            trainer = KillingTrainer(compose(*TINY_RAY, "max_steps=2", "rollout.num_engines=2",
+                                             f"ray.address={address}"), tmp_path)
             # no Ray of the run's own: this process's Ray daemons are the head's
             assert set(_ray_processes(psutil.Process())) == set(daemons)
             trainer.run()
         nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-        assert len(nodes) == 1
+        hosts = trainer.pieces.engines.hosts()
+        served = [ray.get(h.actor.adapter_version.remote("actor")) for h in hosts]
         where = {p.name: p.where() for p in trainer.pieces.pieces()}
     finally:
         if trainer is not None:
             trainer.close()
         ray.shutdown()
-    assert len(read(tmp_path / "metrics.jsonl")) == 1
+    rows = read(tmp_path / "metrics.jsonl")
+    assert len(rows) == 2 and served == [2, 2]  # every replica serves the last version
+    for row in rows:  # the step's 2 episodes, one per replica (least load), turns checked per version
+        assert row["rollout/episodes_engine0"] == row["rollout/episodes_engine1"] == 1
+    # the killed replica and the worker holding its proxy rebuilt, the phase retried
+    assert rows[-1]["faults/actor_restarts"] == 2 and rows[-1]["faults/retried_phases"] == 1
     # every piece runs on the head's node, and the placement table says so at start
     assert {w["node"] for w in where.values()} == nodes
-    assert set(where) == {"engine:tiny_qwen3", "learner", "rollout0"}
+    assert set(where) == {"engine:tiny_qwen3#0", "engine:tiny_qwen3#1", "learner", "rollout0"}
     table = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("placement:"))
-    for name, w in where.items():
+    for name in ("engine:tiny_qwen3#0", "learner"):  # (replica 1 and the worker were rebuilt since)
+        w = where[name]
         assert f"{name:<24} node {w['ip']} ({w['node'][:8]}) GPUs - pid {w['pid']}" in table
     assert any("joined the cluster at " + address in r.getMessage() for r in caplog.records)
     # the cluster outlives the run that joined it
@@ -176,3 +198,49 @@ def test_qwen3_8b_on_8_fake_gpus_gets_the_placement_it_asks_for(fake_gpu_cluster
     with pytest.raises(ConfigError, match=r"^rollout.tensor_parallel_size=6 reserves 6 GPUs on one node but the "
                                           r"largest node of the Ray cluster has 4$"):
         check_gpus(gpu_asks(compose("+recipe=qwen3_8b", "rollout.tensor_parallel_size=6")), cluster_gpus())
+
+
+class Echo(GenerateOnly):
+    """Answers each chat with its text, and keeps what it was asked."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def generate(self, requests):
+        from aac.engines import GenResult
+
+        self.seen += [r.messages[0]["content"] for r in requests]
+        return [GenResult(r.messages[0]["content"], [], [], None, "stop", None, None) for r in requests]
+
+
+def test_replicas_route_new_episodes_by_load_and_keep_an_episodes_turns_on_one_replica():
+    import pickle
+
+    from aac.engines import GenRequest, Sampling
+    from aac.engines.replicas import EngineReplicas
+
+    def ask(text, episode, tokens=10):
+        return GenRequest([{"role": "user", "content": text}], Sampling(max_tokens=tokens), episode=episode)
+
+    def collect_all(tickets):  # collect returns what is done first; the driver calls it again
+        out = {}
+        while len(out) < len(tickets):
+            out.update(engine.collect([t for t in tickets if t not in out]))
+        return out
+
+    a, b = Echo(), Echo()
+    engine = EngineReplicas([a, b])
+    # new episodes to the least loaded replica (what each may still generate): a, b, then a again
+    tickets = engine.submit([ask("A1", "A"), ask("B1", "B"), ask("C1", "C")])
+    done = collect_all(tickets)
+    assert [done[t].text for t in tickets] == ["A1", "B1", "C1"] and [done[t].replica for t in tickets] == [0, 1, 0]
+    # a long request loads replica 1; a new episode goes to 0, an old one's turn stays where it began
+    tickets = engine.submit([ask("D1", "D", tokens=1000), ask("E1", "E"), ask("B2", "B")])
+    assert {r.text: r.replica for r in collect_all(tickets).values()} == {"D1": 0, "E1": 1, "B2": 1}
+    assert a.seen == ["A1", "C1", "D1"] and b.seen == ["B1", "E1", "B2"]
+    # generate (the critic's calls) spreads too, results in request order
+    assert [r.text for r in engine.generate([ask(str(i), None) for i in range(4)])] == ["0", "1", "2", "3"]
+    assert len(a.seen) == len(b.seen) == 5
+    copy = pickle.loads(pickle.dumps(engine))  # as Ray ships it to a rollout worker: its own routing state
+    assert copy.replicas()[0].seen == a.seen and copy.collect([]) == []

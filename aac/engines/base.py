@@ -87,6 +87,7 @@ class GenResult:
     adapter_version: Optional[int]
     error: Optional[str] = None  # set when finish_reason == "error" (the text is then empty)
     retries: int = 0  # transient failures retried before this result (openai)
+    replica: Optional[int] = None  # the engine replica that served it (aac/engines/replicas.py)
 
 
 @dataclass
@@ -155,6 +156,10 @@ class Engine(ABC):
         if len(todo) < len(tickets):
             raise EngineError(f"collect: {len(tickets) - len(todo)} ticket(s) were never submitted or already collected")
         return list(zip(todo, self.generate([queued.pop(t) for t in todo])))
+
+    def replicas(self) -> list[Engine]:
+        """The engines serving this one's requests (an engine is its own only replica)."""
+        return [self]
 
     @abstractmethod
     def load_adapter(self, name: str, path: str, version: int) -> None:

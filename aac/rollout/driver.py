@@ -220,8 +220,9 @@ class EpisodeDriver:
 
         def send(lives: list[_Live]) -> None:
             t0 = time.perf_counter()
-            requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()), self._sampling(lv), self.adapter)
-                        for lv in lives]
+            # an episode is known by its key within this call's seed: its turns stay on one engine replica
+            requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()), self._sampling(lv), self.adapter,
+                                   episode=(self.seed, lv.spec.key)) for lv in lives]
             pending.update(zip(self.engine.submit(requests), lives))
             stats.generation_s += time.perf_counter() - t0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
@@ -74,6 +75,8 @@ class RolloutBatch:
     generated_tokens: int = 0
     engine_calls: int = 0
     idle_slots: int = 0
+    # episodes each engine replica played (rollout.num_engines > 1; empty for one engine)
+    replica_episodes: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def merge(cls, batches: list[RolloutBatch]) -> RolloutBatch:
@@ -86,6 +89,8 @@ class RolloutBatch:
             merged.generated_tokens += b.generated_tokens
             merged.engine_calls += b.engine_calls
             merged.idle_slots += b.idle_slots
+            for i, n in b.replica_episodes.items():
+                merged.replica_episodes[i] = merged.replica_episodes.get(i, 0) + n
             for k, v in b.timings.items():
                 merged.timings[k] = max(merged.timings.get(k, 0.0), v)
             for k, v in b.critic_counts.items():
@@ -198,6 +203,8 @@ class RolloutWorker:
                      "sandbox": caller.seconds},
             critic_counts={k: after[k] - before.get(k, 0) for k in after},
             generated_tokens=stats.generated_tokens, engine_calls=stats.engine_calls, idle_slots=stats.idle_slots,
+            replica_episodes=dict(Counter(p.turns[0].result.replica for p in played
+                                          if p.turns and p.turns[0].result.replica is not None)),
         )
 
     def _result(self, played: PlayedEpisode, judgments: list[Any], step_scores: list[Optional[float]]) -> ScoredEpisode:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -64,6 +64,12 @@ def check_served(batch: RolloutBatch, expected: int) -> None:
                         "loaded: the engine is serving a stale adapter")
 
 
+def _replicas(engine: Any) -> list[tuple[str, Any]]:
+    """The engine's replicas, each with the name an error gives it."""
+    replicas = engine.replicas()
+    return [(f"engine replica {i}" if len(replicas) > 1 else "engine", r) for i, r in enumerate(replicas)]
+
+
 class AdapterSync:
     """`sync(version, probe, before)`: save, load, check, prune. `sync_adapter=false` skips the load after
     version 0 (only to test the check); `check_sync=false` skips the weights check."""
@@ -99,28 +105,33 @@ class AdapterSync:
             tmp.rename(path)  # whole or absent: what a rebuilt engine loads
             if self.sync_adapter or version == 0:
                 self.load(version)
-            served = self.run.actor.adapter_version(ACTOR)
-            if served is not None and served != version:
-                raise SyncError(f"the engine serves adapter v{served} after v{version} was handed to it: it is serving "
-                                "a stale adapter")
+            for name, replica in _replicas(self.run.actor):  # every engine replica serves it
+                served = replica.adapter_version(ACTOR)
+                if served is not None and served != version:
+                    raise SyncError(f"the {name} serves adapter v{served} after v{version} was handed to it: "
+                                    "it is serving a stale adapter")
         if probe and self.check_sync:
             out.update(self._check(version, probe, before))
         self._prune(version)
         return out
 
     def _check(self, version: int, probe: Probe, before: Optional[list[list[float]]]) -> dict[str, float]:
-        theirs = [np.asarray(self.run.actor.score(p, c, ACTOR)) for p, c in probe]
+        """The gap on every engine replica; the metrics are the widest one's."""
         ours = [np.asarray(self.run.learner.token_logprobs(p, c)) for p, c in probe]
-        tokens = sum(len(t) for t in theirs)
-        gap = float(sum(np.abs(o - t).sum() for o, t in zip(ours, theirs)) / tokens)
-        out = {"sync/logprob_gap": gap, "sync/probe_tokens": float(tokens)}
-        if before is not None:
-            out["sync/logprob_gap_previous"] = float(
-                sum(np.abs(np.asarray(b) - t).sum() for b, t in zip(before, theirs)) / tokens)
-        if gap > self.tolerance:
-            raise SyncError(f"engine log-probs differ from the learner's by {gap:.4f}/token over {tokens} tokens "
-                            f"(> sync_tolerance {self.tolerance}) after loading adapter v{version}: the engine "
-                            "serves other weights than the learner's")
+        out: dict[str, float] = {}
+        for name, replica in _replicas(self.run.actor):
+            theirs = [np.asarray(replica.score(p, c, ACTOR)) for p, c in probe]
+            tokens = sum(len(t) for t in theirs)
+            gap = float(sum(np.abs(o - t).sum() for o, t in zip(ours, theirs)) / tokens)
+            if gap > self.tolerance:
+                raise SyncError(f"{name} log-probs differ from the learner's by {gap:.4f}/token over "
+                                f"{tokens} tokens (> sync_tolerance {self.tolerance}) after loading adapter "
+                                f"v{version}: the engine serves other weights than the learner's")
+            if gap >= out.get("sync/logprob_gap", -1.0):
+                out = {"sync/logprob_gap": gap, "sync/probe_tokens": float(tokens)}
+                if before is not None:
+                    out["sync/logprob_gap_previous"] = float(
+                        sum(np.abs(np.asarray(b) - t).sum() for b, t in zip(before, theirs)) / tokens)
         return out
 
     def _prune(self, version: int) -> None:
