@@ -24,6 +24,7 @@ from aac.env.domains import open_pool
 from aac.env.protocol import ProtocolConfig, sandbox_caller
 from aac.placement import (
     EngineSet,
+    LearnerRanks,
     Placed,
     check_gpus,
     cluster_gpus,
@@ -82,6 +83,9 @@ def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Pl
     from aac.models import resolve_model
 
     section = learner if learner is not None else cfg.learner
+    if section.num_workers > 1:
+        return LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed, num_workers=section.num_workers,
+                            name="learner", num_gpus=section.num_gpus, env=learner_env(section))
     return Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray, name="learner",
                   num_gpus=section.num_gpus, env=learner_env(section))
 
@@ -131,7 +135,7 @@ class Run:
 
     def pieces(self) -> list[Placed]:
         """Every placed piece: the engine hosts, the learner, the rollout workers."""
-        return [*self.engines.hosts(), *([self.learner] if self.learner is not None else []), *self.workers]
+        return [*self.engines.hosts(), *(self.learner.members() if self.learner is not None else []), *self.workers]
 
     def rebuild_dead(self) -> list[str]:
         """Rebuild every piece whose Ray actor died (none in-process); the names of those rebuilt. A

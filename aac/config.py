@@ -255,7 +255,11 @@ class RolloutConfig:
 @dataclass
 class LearnerConfig:
     backend: LearnerBackend = LearnerBackend.deepspeed
-    num_gpus: float = 0.0  # GPUs Ray gives the learner actor; it trains on the one it is given
+    num_gpus: float = 0.0  # GPUs Ray gives each learner rank; it trains on the one it is given
+    # learner ranks: Ray actors forming one torch.distributed group (gloo on CPU, NCCL on GPU). Each
+    # mini-batch's samples are split across them by token count and their gradients summed: the same
+    # update as one rank's, in less time; rank 0 writes the adapter. backend=torch only for now
+    num_workers: int = 1
     zero_stage: int = 0
     lora_r: int = 16
     lora_alpha: int = 16
@@ -438,7 +442,7 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
             "learner.ppo_minibatches", "learner.tis_cap", "rollout.cpu_threads", "rollout.num_engines",
-            "rollout.tensor_parallel_size", "critic.scripted_k", "sft.epochs", "sft.batch_turns",
+            "rollout.tensor_parallel_size", "learner.num_workers", "critic.scripted_k", "sft.epochs", "sft.batch_turns",
             "sync_tolerance", "sync_probe_tokens", "keep_adapters")
 
 
@@ -541,11 +545,12 @@ def validate(cfg: Any) -> None:
 
 
 def _validate_scale(cfg: Any) -> None:
-    """Engine replicas, tensor parallelism and a cluster to join: pieces Ray places."""
+    """Engine replicas, tensor parallelism, learner ranks and a cluster to join: pieces Ray places."""
     from omegaconf import OmegaConf
 
-    r = cfg.rollout
-    scaled = {"rollout.num_engines": r.num_engines, "rollout.tensor_parallel_size": r.tensor_parallel_size}
+    r, learner = cfg.rollout, cfg.learner
+    scaled = {"rollout.num_engines": r.num_engines, "rollout.tensor_parallel_size": r.tensor_parallel_size,
+              "learner.num_workers": learner.num_workers}
     for key, value in scaled.items():
         if value > 1 and r.placement != "ray":
             raise ConfigError(f"{key}={value} places pieces in Ray actors: it needs rollout.placement=ray")
@@ -554,6 +559,9 @@ def _validate_scale(cfg: Any) -> None:
     if r.num_engines > 1 and r.engine == "openai":
         raise ConfigError("rollout.num_engines > 1 replicates a model this run serves; an endpoint "
                           "(rollout.engine=openai) is one engine: scale it behind its URL")
+    if learner.num_workers > 1 and learner.backend != "torch":
+        raise ConfigError(f"learner.num_workers={learner.num_workers} needs learner.backend=torch (DeepSpeed runs "
+                          f"one rank; got {learner.backend})")
     if r.tensor_parallel_size > 1 and r.engine != "vllm":
         raise ConfigError(f"rollout.tensor_parallel_size={r.tensor_parallel_size} needs rollout.engine=vllm "
                           f"(got {r.engine})")

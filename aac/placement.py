@@ -112,6 +112,10 @@ class Placed:
             where["group_nodes"] = sorted(set(bundles.values()))
         return where
 
+    def members(self) -> list[Placed]:
+        """The actors this piece runs in (one; a group of learner ranks: each)."""
+        return [self]
+
     def rebuild(self) -> None:
         """A new actor from the same arguments, in place of a dead one (whose remains are killed)."""
         self.kill()
@@ -168,6 +172,73 @@ class Placed:
         return call
 
 
+class LearnerRanks:
+    """`learner.num_workers` learners in Ray actors forming one torch.distributed group (`Learner.join`),
+    used as one `Placed` learner: an update goes to every rank (each trains on its token share of each
+    mini-batch and steps on the summed gradients), as does loading a state; everything else (saving
+    the adapter or the state, scoring a probe) to rank 0, whose weights every rank shares. A dead rank
+    breaks the group: `rebuild` builds and joins them all anew (the trainer then restores the state)."""
+
+    COLLECTIVE = ("update", "load_state", "load_state_dict")
+
+    def __init__(self, cls: type, *args: Any, num_workers: int, name: str, num_gpus: float = 0.0,
+                 env: dict[str, str] | None = None, **kwargs: Any):
+        self.name = name
+        self.ranks = [Placed(cls, *args, use_ray=True, name=f"{name}#{i}", num_gpus=num_gpus, env=env, **kwargs)
+                      for i in range(num_workers)]
+        self._join()
+
+    def _join(self) -> None:
+        """Rank 0's node hosts the group's rendezvous, on a port free there."""
+        import ray
+
+        lead = self.ranks[0]
+        address = lead.where()["ip"]
+        port = ray.get(lead.actor.__ray_call__.remote(_free_port))
+        lead.gather([r.submit("join", address, port, i, len(self.ranks)) for i, r in enumerate(self.ranks)])
+
+    def members(self) -> list[Placed]:
+        return list(self.ranks)
+
+    def alive(self) -> bool:
+        return all(r.alive() for r in self.ranks)
+
+    def pid(self) -> int:
+        return self.ranks[0].pid()
+
+    def rebuild(self) -> None:
+        for r in self.ranks:
+            r.rebuild()
+        self._join()
+
+    def kill(self) -> None:
+        for r in self.ranks:
+            r.kill()
+
+    def close(self, method: str = "close") -> None:
+        for r in self.ranks:
+            r.close(method)
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+        lead = self.ranks[0]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if method in self.COLLECTIVE:
+                return lead.gather([r.submit(method, *args, **kwargs) for r in self.ranks])[0]
+            return getattr(lead, method)(*args, **kwargs)
+
+        return call
+
+
+def _free_port(_: Any) -> int:
+    """A port free on the node of the actor this runs in."""
+    from aac.learner.backends import free_port
+
+    return free_port()
+
+
 def start_ray(num_cpus: int | None = None, num_gpus: int | None = None, threads: int | None = None,
               address: str | None = None) -> None:
     """Join the Ray cluster at `address` (`ray.address`; default $RAY_ADDRESS), or start a private local
@@ -215,10 +286,11 @@ class GpuAsk:
 
 
 def gpu_asks(cfg: Any) -> list[GpuAsk]:
-    """What a training run's pieces ask for: each engine replica, the critic's own engine, the learner."""
+    """What a training run's pieces ask for: each engine replica, the critic's own engine, each learner rank."""
     r = cfg.rollout
     asks = [GpuAsk(f"engine replica {i}", r.num_gpus, r.tensor_parallel_size) for i in range(r.num_engines)]
-    return [*asks, GpuAsk("critic engine", cfg.critic.num_gpus), GpuAsk("learner", cfg.learner.num_gpus)]
+    learners = [GpuAsk(f"learner rank {i}", cfg.learner.num_gpus) for i in range(cfg.learner.num_workers)]
+    return [*asks, GpuAsk("critic engine", cfg.critic.num_gpus), *learners]
 
 
 def check_gpus(asks: list[GpuAsk], node_gpus: list[float]) -> None:
@@ -230,7 +302,7 @@ def check_gpus(asks: list[GpuAsk], node_gpus: list[float]) -> None:
     if wanted > have:
         parts = ", ".join(f"{a.name} {a.total:g}" for a in asks if a.total)
         raise ConfigError(f"the run asks for {wanted:g} GPUs ({parts}; rollout.num_engines x "
-                          f"rollout.tensor_parallel_size x rollout.num_gpus, critic.num_gpus, learner.num_gpus) "
+                          f"rollout.tensor_parallel_size x rollout.num_gpus, critic.num_gpus, learner.num_workers x learner.num_gpus) "
                           f"but the Ray cluster has {have:g}")
     packed = max((a for a in asks if a.shards > 1), key=lambda a: a.total, default=None)
     if packed is not None and packed.total > max(node_gpus):

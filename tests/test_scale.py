@@ -72,21 +72,21 @@ class KillingTrainer(Trainer):
 
 @pytest.mark.slow
 def test_a_run_joins_a_cluster_and_spreads_episodes_over_engine_replicas(ray_head, tmp_path, caplog):
-    """The tiny recipe with two engine replicas on a cluster of the test's own: the run starts no Ray,
-    says where each piece runs, spreads episodes over both replicas, loads each version into both, and
-    survives one being killed; the cluster is still up afterwards."""
+    """The tiny recipe with two engine replicas and two learner ranks on a cluster of the test's own: the
+    run starts no Ray, says where each piece runs, spreads episodes over both replicas, loads each version
+    into both, and survives one being killed; the cluster is still up afterwards."""
     import ray
 
     address, head = ray_head
     ray.shutdown()
-    daemons = _ray_processes(psutil.Process(head.pid))
+    gcs = [p for p in _ray_processes(psutil.Process(head.pid)) if p.name() == "gcs_server"]
     trainer = None
     try:
         with caplog.at_level(logging.INFO, logger="aac"):
-            trainer = KillingTrainer(compose(*TINY_RAY, "max_steps=2", "rollout.num_engines=2",
+            trainer = KillingTrainer(compose(*TINY_RAY, "max_steps=2", "rollout.num_engines=2", "learner.num_workers=2",
                                              f"ray.address={address}"), tmp_path)
-            # no Ray of the run's own: this process's Ray daemons are the head's
-            assert set(_ray_processes(psutil.Process())) == set(daemons)
+            # no Ray of the run's own: the one gcs_server under this process is the head's
+            assert [p for p in _ray_processes(psutil.Process()) if p.name() == "gcs_server"] == gcs
             trainer.run()
         nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
         hosts = trainer.pieces.engines.hosts()
@@ -104,20 +104,22 @@ def test_a_run_joins_a_cluster_and_spreads_episodes_over_engine_replicas(ray_hea
     assert rows[-1]["faults/actor_restarts"] == 2 and rows[-1]["faults/retried_phases"] == 1
     # every piece runs on the head's node, and the placement table says so at start
     assert {w["node"] for w in where.values()} == nodes
-    assert set(where) == {"engine:tiny_qwen3#0", "engine:tiny_qwen3#1", "learner", "rollout0"}
+    assert set(where) == {"engine:tiny_qwen3#0", "engine:tiny_qwen3#1", "learner#0", "learner#1", "rollout0"}
     table = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("placement:"))
-    for name in ("engine:tiny_qwen3#0", "learner"):  # (replica 1 and the worker were rebuilt since)
+    for name in ("engine:tiny_qwen3#0", "learner#0", "learner#1"):  # (replica 1 and the worker were rebuilt since)
         w = where[name]
         assert f"{name:<24} node {w['ip']} ({w['node'][:8]}) GPUs - pid {w['pid']}" in table
     assert any("joined the cluster at " + address in r.getMessage() for r in caplog.records)
     # the cluster outlives the run that joined it
-    assert head.poll() is None and all(p.is_running() for p in daemons)
+    assert head.poll() is None and gcs[0].is_running()
 
 
 @pytest.mark.parametrize("overrides, error", [
     (("rollout.placement=local", "ray.address=127.0.0.1:6379"), "ray.address joins a Ray cluster: it needs rollout.placement=ray"),
     (("rollout.placement=local", "rollout.num_engines=2"), "rollout.num_engines=2 places pieces in Ray actors"),
     (("rollout.placement=ray", "rollout.tensor_parallel_size=2"), "rollout.tensor_parallel_size=2 needs rollout.engine=vllm"),
+    (("rollout.placement=ray", "learner.num_workers=2", "learner.backend=deepspeed"),
+     "learner.num_workers=2 needs learner.backend=torch"),
 ])
 def test_scale_settings_that_cannot_work_fail_in_one_line(overrides, error):
     from aac.config import ConfigError
@@ -167,15 +169,15 @@ def test_qwen3_8b_on_8_fake_gpus_gets_the_placement_it_asks_for(fake_gpu_cluster
     from aac.placement import check_gpus, cluster_gpus, gpu_asks
 
     assert cluster_gpus() == [4.0, 4.0]
-    # 6 engine replicas + the learner: one GPU each, none shared
-    asks = gpu_asks(compose("+recipe=qwen3_8b", "rollout.num_engines=6"))
+    # 6 engine replicas + 2 learner ranks: one GPU each, none shared
+    asks = gpu_asks(compose("+recipe=qwen3_8b", "rollout.num_engines=6", "learner.num_workers=2",
+                            "learner.backend=torch"))
     check_gpus(asks, cluster_gpus())
     placed, where = _place(asks)
-    assert sorted(where) == ["engine replica 0", "engine replica 1", "engine replica 2", "engine replica 3",
-                             "engine replica 4", "engine replica 5", "learner"]
+    assert sorted(where) == [*(f"engine replica {i}" for i in range(6)), "learner rank 0", "learner rank 1"]
     assert all(len(w["gpus"]) == 1 for w in where.values())
-    assert len({(w["node"], w["gpus"][0]) for w in where.values()}) == 7  # seven distinct GPUs
-    assert ray.available_resources().get("GPU", 0) == 1
+    assert len({(w["node"], w["gpus"][0]) for w in where.values()}) == 8  # eight distinct GPUs
+    assert ray.available_resources().get("GPU", 0) == 0
     for p in placed:
         p.kill()
     # tensor parallel 2: each replica's two GPUs reserved together on one node
@@ -194,7 +196,8 @@ def test_qwen3_8b_on_8_fake_gpus_gets_the_placement_it_asks_for(fake_gpu_cluster
     assert ray.available_resources().get("GPU", 0) == 8
     # more than the cluster has: one line naming the keys, before anything is placed
     with pytest.raises(ConfigError, match=r"^the run asks for 9 GPUs .*rollout.num_engines.* has 8$"):
-        check_gpus(gpu_asks(compose("+recipe=qwen3_8b", "rollout.num_engines=8")), cluster_gpus())
+        check_gpus(gpu_asks(compose("+recipe=qwen3_8b", "rollout.num_engines=7", "learner.num_workers=2",
+                                    "learner.backend=torch")), cluster_gpus())
     with pytest.raises(ConfigError, match=r"^rollout.tensor_parallel_size=6 reserves 6 GPUs on one node but the "
                                           r"largest node of the Ray cluster has 4$"):
         check_gpus(gpu_asks(compose("+recipe=qwen3_8b", "rollout.tensor_parallel_size=6")), cluster_gpus())
@@ -244,3 +247,40 @@ def test_replicas_route_new_episodes_by_load_and_keep_an_episodes_turns_on_one_r
     assert len(a.seen) == len(b.seen) == 5
     copy = pickle.loads(pickle.dumps(engine))  # as Ray ships it to a rollout worker: its own routing state
     assert copy.replicas()[0].seen == a.seen and copy.collect([]) == []
+
+
+@pytest.mark.slow
+def test_two_learner_ranks_give_one_ranks_loss_and_adapter(tiny_model_path, monkeypatch):
+    """Two torch learners in Ray actors, one gloo group, each on its token share of every mini-batch:
+    the same loss and adapter as one learner on the whole batch (2 PPO mini-batches, so pi_old too)."""
+    import ray
+    import torch
+    from test_learner import config, samples
+
+    from aac.learner import Learner
+    from aac.learner.learner import token_shards
+    from aac.placement import LearnerRanks, start_ray
+
+    assert token_shards([18, 33, 16, 32, 11], 2) == [[1, 2, 4], [0, 3]]  # 60 and 50 tokens
+    cfg = config(lr=5e-2, ppo_minibatches=2, num_workers=2)
+    batch = samples() * 2
+    one = Learner(config(lr=5e-2, ppo_minibatches=2), tiny_model_path, seed=0)
+    expected = [one.update(batch) for _ in range(2)]
+    monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # unix socket paths < 108 B
+    ray.shutdown()
+    start_ray(num_cpus=2, threads=1)
+    try:
+        ranks = LearnerRanks(Learner, cfg, tiny_model_path, 0, num_workers=2, name="learner")
+        got = [ranks.update(batch) for _ in range(2)]
+        adapters = [r.state_dict()["adapter"] for r in ranks.members()]
+        ranks.kill()
+    finally:
+        ray.shutdown()
+    for e, g in zip(expected, got):
+        for key in ("loss", "pg_loss", "clip_frac", "tokens", "loss_tokens", "grad_norm", "sampling/logprob_gap"):
+            assert g[key] == pytest.approx(e[key], rel=1e-4, abs=1e-6), key
+    assert expected[1]["clip_frac"] > 0  # the second mini-batch's ratio moved: pi_old mattered
+    ours = {k: v.detach().cpu() for k, v in __import__("peft").get_peft_model_state_dict(one.policy).items()}
+    for key, value in ours.items():
+        torch.testing.assert_close(adapters[0][key], value, rtol=1e-3, atol=1e-5)  # float32 sums in another order
+        torch.testing.assert_close(adapters[1][key], adapters[0][key], rtol=0, atol=0)  # the ranks agree

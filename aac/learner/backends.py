@@ -61,7 +61,8 @@ class TorchBackend:
         self.scheduler.load_state_dict(state["scheduler"])
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on this host now (a rendezvous's)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -88,7 +89,7 @@ def _init_process_group(backend: str) -> None:
     if not dist.is_initialized():
         for key, value in (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
             os.environ.setdefault(key, value)
-        os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        os.environ.setdefault("MASTER_PORT", str(free_port()))
     world = dist.get_world_size() if dist.is_initialized() else int(os.environ["WORLD_SIZE"])
     with _without_shm_op() if backend == "gloo" and world == 1 else contextlib.nullcontext():
         deepspeed.init_distributed(dist_backend=backend, verbose=False)

@@ -82,6 +82,20 @@ def _pool(total: Optional[dict[str, float]], sums: dict[str, float]) -> dict[str
     return {k: max(total[k], sums[k]) if k == "weight_max" else total[k] + sums[k] for k in total}
 
 
+IS_SUMS = ("tokens", "gap", "weight", "weight_max", "truncated")  # truncated_is_weight's sums
+
+
+def token_shards(lengths: Sequence[int], ranks: int) -> list[list[int]]:
+    """Sample indices per learner rank, balanced by token count: longest first, each to the rank with
+    the fewest tokens so far (the same split on every rank)."""
+    loads, out = [0] * ranks, [[] for _ in range(ranks)]
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        r = min(range(ranks), key=lambda r: (loads[r], r))
+        out[r].append(i)
+        loads[r] += lengths[i]
+    return [sorted(o) for o in out]
+
+
 def minibatch_indices(n: int, minibatches: int) -> list[list[int]]:
     """Strided split of n samples into PPO mini-batches (each gets turns of every group)."""
     return [list(range(k, n, minibatches)) for k in range(min(minibatches, n))]
@@ -123,6 +137,44 @@ class Learner:
         if cfg.prefix_sharing:
             use_prefix_tree(self.policy)
         self.steps = 0  # optimizer steps taken
+        self.rank, self.world = 0, 1  # this learner's place among learner.num_workers ranks (`join`)
+
+    def join(self, address: str, port: int, rank: int, world: int) -> None:
+        """Become rank `rank` of `world` learners (one torch.distributed group: gloo on CPU, NCCL on GPU):
+        every update then trains on this rank's token share of each mini-batch and steps on the
+        gradients summed over the ranks, the same step as one learner on the whole batch."""
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo", init_method=f"tcp://{address}:{port}",
+                                rank=rank, world_size=world)
+        self.rank, self.world = rank, world
+
+    def _share(self, samples: Sequence[Sample]) -> list[Sample]:
+        """This rank's samples of a mini-batch (all of them for one rank)."""
+        if self.world == 1:
+            return list(samples)
+        return [samples[i] for i in token_shards([len(s) for s in samples], self.world)[self.rank]]
+
+    def _all_reduce(self, m: dict[str, Any]) -> dict[str, Any]:
+        """Sum the gradients and the loss metrics of a mini-batch over the ranks (max for weight_max)."""
+        import torch.distributed as dist
+
+        for p in self.backend.params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad)
+        sums = m["is_sums"] or dict.fromkeys(IS_SUMS, 0.0)
+        added = [k for k in IS_SUMS if k != "weight_max"]
+        flat = torch.tensor([m[k] for k in (*LOSS_METRICS, "tokens", "micro_batches")] + [sums[k] for k in added],
+                            dtype=torch.float64)
+        top = torch.tensor([float(sums["weight_max"])], dtype=torch.float64)
+        dist.all_reduce(flat)
+        dist.all_reduce(top, op=dist.ReduceOp.MAX)
+        values = flat.tolist()
+        out = {**m, **dict(zip(LOSS_METRICS, values)), "tokens": int(values[len(LOSS_METRICS)]),
+               "micro_batches": int(values[len(LOSS_METRICS) + 1])}
+        out["is_sums"] = {**dict(zip(added, values[len(LOSS_METRICS) + 2:])), "weight_max": top.item()}
+        return out
 
     def trainable_parameters(self) -> dict[str, torch.nn.Parameter]:
         return {n: p for n, p in self.policy.named_parameters() if p.requires_grad}
@@ -162,18 +214,20 @@ class Learner:
                 out[i] = row
         return out
 
-    def compute_gradients(self, samples: Sequence[Sample],
-                          old_logprobs: Optional[Sequence[list[float]]] = None) -> dict[str, Any]:
+    def compute_gradients(self, samples: Sequence[Sample], old_logprobs: Optional[Sequence[list[float]]] = None,
+                          loss_tokens: Optional[int] = None) -> dict[str, Any]:
         """This mini-batch's gradients (micro-batches accumulated) on the trainable parameters; no step.
 
         `old_logprobs[i]`: sample i's pi_old (default: this pass's log-probs, detached: ratio 1).
-        Returns the loss metrics, token counts and `is_sums` (pooled `truncated_is_weight` sums)."""
-        if not samples:
+        `loss_tokens`: the mini-batch's completion tokens when `samples` are one rank's share of it
+        (default: theirs). Returns the loss metrics, token counts and `is_sums` (pooled
+        `truncated_is_weight` sums)."""
+        if not samples and loss_tokens is None:
             raise ValueError("Learner: no samples")
         for s in samples:
             s.check()
         cfg = self.cfg
-        loss_tokens = sum(len(s.completion_ids) for s in samples)
+        loss_tokens = sum(len(s.completion_ids) for s in samples) if loss_tokens is None else loss_tokens
         totals = dict.fromkeys(LOSS_METRICS, 0.0)
         is_sums = None
         tokens = micro_batches = 0
@@ -217,12 +271,15 @@ class Learner:
             s.check()
         start = time.perf_counter()
         parts = [[samples[i] for i in idx] for idx in minibatch_indices(len(samples), self.cfg.ppo_minibatches)]
+        shares = [self._share(part) for part in parts]
         # several steps: pi_old of every part before the first one changes the weights
-        olds = [self.old_logprobs(part) for part in parts] if len(parts) > 1 else [None]
+        olds = [self.old_logprobs(share) for share in shares] if len(parts) > 1 else [None]
         per_minibatch = []
         is_sums = None
-        for part, old in zip(parts, olds):
-            m = self.compute_gradients(part, old)
+        for part, share, old in zip(parts, shares, olds):
+            m = self.compute_gradients(share, old, loss_tokens=sum(len(s.completion_ids) for s in part))
+            if self.world > 1:
+                m = self._all_reduce(m)
             m["grad_norm"] = self.backend.step()
             self.steps += 1
             is_sums = _pool(is_sums, m.pop("is_sums"))
