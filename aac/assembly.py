@@ -19,7 +19,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from aac.config import CriticConfig, EnvConfig, EvalConfig, RewardConfig, RolloutConfig, TrainConfig
+from aac.config import (
+    ConfigError,
+    CriticConfig,
+    EnvConfig,
+    EvalConfig,
+    RewardConfig,
+    RolloutConfig,
+    TrainConfig,
+)
 from aac.env.domains import open_pool
 from aac.env.protocol import ProtocolConfig, sandbox_caller
 from aac.placement import (
@@ -84,6 +92,9 @@ def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Pl
 
     section = learner if learner is not None else cfg.learner
     if section.num_workers > 1:
+        if not use_ray:
+            raise ConfigError(f"learner.num_workers={section.num_workers} places learner ranks in Ray actors; this "
+                              "learner runs in one process (aac.sft): set learner.num_workers=1")
         return LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed, num_workers=section.num_workers,
                             name="learner", num_gpus=section.num_gpus, env=learner_env(section))
     return Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray, name="learner",

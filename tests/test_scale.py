@@ -72,8 +72,8 @@ class KillingTrainer(Trainer):
 
 @pytest.mark.slow
 def test_a_run_joins_a_cluster_and_spreads_episodes_over_engine_replicas(ray_head, tmp_path, caplog):
-    """The tiny recipe with two engine replicas and two learner ranks on a cluster of the test's own: the
-    run starts no Ray, says where each piece runs, spreads episodes over both replicas, loads each version
+    """The tiny recipe with two engine replicas and two learner ranks, off-policy by one step, on a cluster
+    of the test's own: the run starts no Ray, says where each piece runs, spreads episodes over both replicas, loads each version
     into both, and survives one being killed; the cluster is still up afterwards."""
     import ray
 
@@ -84,7 +84,7 @@ def test_a_run_joins_a_cluster_and_spreads_episodes_over_engine_replicas(ray_hea
     try:
         with caplog.at_level(logging.INFO, logger="aac"):
             trainer = KillingTrainer(compose(*TINY_RAY, "max_steps=2", "rollout.num_engines=2", "learner.num_workers=2",
-                                             f"ray.address={address}"), tmp_path)
+                                             "rollout.max_off_policy_steps=1", f"ray.address={address}"), tmp_path)
             # no Ray of the run's own: the one gcs_server under this process is the head's
             assert [p for p in _ray_processes(psutil.Process()) if p.name() == "gcs_server"] == gcs
             trainer.run()
@@ -98,6 +98,7 @@ def test_a_run_joins_a_cluster_and_spreads_episodes_over_engine_replicas(ray_hea
         ray.shutdown()
     rows = read(tmp_path / "metrics.jsonl")
     assert len(rows) == 2 and served == [2, 2]  # every replica serves the last version
+    assert [r["offpolicy/lag"] for r in rows] == [0.0, 1.0]  # step 2 was played while step 1 updated
     for row in rows:  # the step's 2 episodes, one per replica (least load), turns checked per version
         assert row["rollout/episodes_engine0"] == row["rollout/episodes_engine1"] == 1
     # the killed replica and the worker holding its proxy rebuilt, the phase retried
