@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -201,7 +202,15 @@ class LearnerRanks:
         return list(self.ranks)
 
     def alive(self) -> bool:
-        return all(r.alive() for r in self.ranks)
+        """Whether every rank answers; a dead one is told at once (while a live one may be blocked in a
+        collective, waiting for it)."""
+        import ray
+
+        try:
+            _first_error([r.actor.__ray_ready__.remote() for r in self.ranks], ACTOR_DEATH_TIMEOUT_S)
+            return True
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            return False
 
     def pid(self) -> int:
         return self.ranks[0].pid()
@@ -226,10 +235,25 @@ class LearnerRanks:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if method in self.COLLECTIVE:
-                return lead.gather([r.submit(method, *args, **kwargs) for r in self.ranks])[0]
+                return _first_error([r.submit(method, *args, **kwargs) for r in self.ranks])[0]
             return getattr(lead, method)(*args, **kwargs)
 
         return call
+
+
+def _first_error(futures: list[Any], timeout: float | None = None) -> list[Any]:
+    """The results of `futures`, or the first one's error as soon as it is known: the others of a
+    collective would wait for the failed rank until their own timeout."""
+    import ray
+
+    pending, deadline = list(futures), None if timeout is None else time.monotonic() + timeout
+    while pending:
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        ready, pending = ray.wait(pending, num_returns=1, timeout=left)
+        if not ready:
+            raise ray.exceptions.GetTimeoutError(f"no answer within {timeout:g} s")
+        ray.get(ready)  # raises the piece's error
+    return ray.get(futures)
 
 
 def _free_port(_: Any) -> int:
