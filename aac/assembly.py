@@ -83,9 +83,10 @@ class PlacedRolloutWorker(RolloutWorker):
         super().__init__(rollout, rewards, protocol, actor_engine, pool, critic, spread_list=env.spread_list_args)
 
 
-def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Placed:
+def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Placed | LearnerRanks:
     """The learner of `cfg.model` with `learner` (default `cfg.learner`), in a Ray actor asking for
-    `learner.num_gpus` (its process started with the allocator settings it needs) or here."""
+    `learner.num_gpus` (its process started with the allocator settings it needs) or here; with
+    `learner.num_workers` > 1, that many such actors in one torch.distributed group."""
     from aac.learner import Learner
     from aac.learner.allocator import learner_env
     from aac.models import resolve_model
@@ -111,7 +112,7 @@ class Run:
     use_ray: bool
     actor: Optional[Engine] = None  # training: the actor's engine, serving the LoRA
     critic: Optional[Engine] = None  # training: the critic's engine (None: scripted)
-    learner: Optional[Placed] = None
+    learner: Optional[Placed | LearnerRanks] = None
     workers: list[Placed] = field(default_factory=list)
     _pool: Optional[SandboxPool] = None
     _scorers: Optional[tuple[Judge | LogprobJudge, CodeMatcher]] = None
