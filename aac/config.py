@@ -50,6 +50,7 @@ EvalMode = _choice("EvalMode", "interactive", "in_context")
 Teacher = _choice("Teacher", "none", "answer_aware")
 WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 PromptStyle = _choice("PromptStyle", "paper", "compact")
+PromptLayout = _choice("PromptLayout", "per_turn", "shared_first")
 DomainName = _choice("DomainName", "pau", "stateful", "library", "web")  # aac/env/domains' registry
 # each domain's built-in dataset: the default `env.data` and `eval.data` (`${domain_data:${env.domain}}`)
 DOMAIN_DATA = {"pau": "builtin:humaneval", "stateful": "builtin:stateful", "library": "builtin:library",
@@ -125,6 +126,11 @@ class EnvConfig:
     # paper: the paper-style prompts (comparable runs) | compact: short prompts with a worked example
     # as chat turns, Summary before Decision (what a 135M model follows; aac/env/compact_prompts.py)
     prompt_style: PromptStyle = PromptStyle.paper
+    # per_turn: each turn's prompt laid out on its own (the layout before issue 26) | shared_first: what a
+    # cycle's three turns share (context, then the plan, then the latest call) first and each turn's
+    # instruction last, so the learner's prefix tree and the engine's prefix cache compute it once
+    # (aac/env/protocol.py; benchmarks/RESULTS.md, "Update tokens per generated token")
+    prompt_layout: PromptLayout = PromptLayout.per_turn
     # open each input / reflect reply with the style's answer cue (`Input: (`, `Decision:` or
     # `Summary:`), prefilled in the prompt: cheaper and far more parsable replies from small models;
     # off for paper runs, so format-error rates stay comparable

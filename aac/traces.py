@@ -115,6 +115,7 @@ def run_protocol(identity: dict, env: EnvConfig) -> ProtocolConfig:
     played = ProtocolConfig.from_eval(ev, env)
     # a run's identity names its style and cues only where they left the paper's (older runs too)
     return replace(played, prompt_style=identity.get("prompt_style", "paper"),
+                   prompt_layout=identity.get("prompt_layout", "per_turn"),
                    answer_cues=identity.get("answer_cues", False))
 
 

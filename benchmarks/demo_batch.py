@@ -1,16 +1,21 @@
-"""A demo-shaped update batch: 4 episodes x 6 turns of one function, built by the real protocol
-under the `smollm2_cpu` recipe's own env and rollout settings (compact prompts with their worked
-example, answer cues, history_window 3, per-phase token caps), rendered by SmolLM2's chat template,
-with scripted replies of about the demo's length and real sandbox calls.
+"""Update batches shaped like a recipe's: a group of episodes of one function, built by the real
+protocol under the recipe's own env and rollout settings, rendered by a real chat template, with
+scripted replies of stated lengths and real sandbox calls.
+
+`demo_samples` is the `smollm2_cpu` demo's batch (4 episodes x 6 turns: compact prompts with their
+worked example, answer cues, history_window 3, per-phase token caps; replies of about the demo's
+length). `recipe_samples` builds the same for any recipe and overrides (e.g. `qwen3_8b`'s paper-style
+prompts, 8 episodes x 12 turns, replies of an 8B model's length).
 
 The episodes of the group differ in the inputs they try, the plans and the hypotheses they write, as
 sampled episodes do; the prompts share what the protocol shares (system prompt, worked example,
-header, and whole first prompts).
+header, whole first prompts, and what the prompt layout lays out first).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from aac.learner import Sample
@@ -20,27 +25,32 @@ TURNS = 6
 _WORDS = ("the function returns a value that depends on the first argument and maybe on its length, "
           "so I will try a small list, an empty list, a negative number and a string to see whether "
           "it sorts, counts, filters or raises an error on a wrong type").split()
+DEMO_WORDS = {"reasoning": (26, 40), "reflect": (26, 40)}  # words per reply, the demo's (its caps cut them)
 
 
-def _reply(phase: str, rng: random.Random, inputs: list[str]) -> str:
-    """The continuation of the phase's answer cue (the compact style's: none, `Input: (`, `Summary:`)."""
-    words = " ".join(rng.sample(_WORDS, rng.randint(26, 40)))
+def _reply(phase: str, style: str, rng: random.Random, inputs: list[str], words: dict[str, tuple[int, int]]) -> str:
+    """A whole reply of `phase` in `style`'s format (compact: Summary before Decision)."""
+    k = rng.randint(*words.get(phase, words["reasoning"]))  # drawn for every phase: the demo's batch stays as it was
+    text = " ".join(rng.sample(_WORDS, k) if k <= len(_WORDS) else rng.choices(_WORDS, k=k))
     if phase == "reasoning":
-        return f"Plan: try {rng.choice(inputs)}: {words}"
+        return f"Plan: try {rng.choice(inputs)}: {text}"
     if phase == "input":
-        return f"{rng.choice(inputs)[1:]}\n"  # the cue opened the tuple
-    return f" test_func {words}.\nDecision: NO"  # NO: every episode runs all its turns
+        return f"Input: {rng.choice(inputs)}\n"
+    summary = f"Summary: test_func {text}."
+    # NO: every episode runs all its turns
+    return f"{summary}\nDecision: NO" if style == "compact" else f"Decision: NO\n{summary}"
 
 
-def demo_samples(tokenizer: Any, seed: int = 0) -> list[Sample]:
-    """GROUP x TURNS samples (episode-major), advantages of both signs; completions cut at the
-    recipe's per-phase caps."""
+def recipe_samples(tokenizer: Any, overrides: Sequence[str] = ("+recipe=smollm2_cpu",), *, group: int = GROUP,
+                   turns: int = TURNS, words: dict[str, tuple[int, int]] = DEMO_WORDS, seed: int = 0) -> list[Sample]:
+    """`group` x `turns` samples (episode-major) of the recipe's protocol, advantages of both signs;
+    completions cut at the recipe's per-phase caps."""
     from aac.config import compose
     from aac.datasets import load_instances
     from aac.engines.base import render_chat
     from aac.env.protocol import Episode, ProtocolConfig, sandbox_caller
 
-    cfg = compose("+recipe=smollm2_cpu")
+    cfg = compose(*overrides)
     instance = load_instances("builtin:humaneval", split="train", limit=16)[0]
     inputs = [x for x, _ in instance.test_examples + instance.train_examples]
     protocol = ProtocolConfig.from_env(cfg.env)
@@ -48,15 +58,21 @@ def demo_samples(tokenizer: Any, seed: int = 0) -> list[Sample]:
             **cfg.rollout.max_tokens_per_phase}
     rng = random.Random(seed)
     samples = []
-    for _ in range(GROUP):
+    for _ in range(group):
         episode = Episode(instance, protocol, sandbox_caller(None))
-        while not episode.done and len(episode.steps) < TURNS:
+        while not episode.done and len(episode.steps) < turns:
             phase = episode.phase.value
             prompt_ids = render_chat(tokenizer, episode.prompt())
-            completion = tokenizer(_reply(phase, rng, inputs), add_special_tokens=False)["input_ids"][:caps[phase]]
+            reply = _reply(phase, protocol.prompt_style, rng, inputs, words)[len(episode.prefill):]  # the cue's continuation
+            completion = tokenizer(reply, add_special_tokens=False)["input_ids"][:caps[phase]]
             episode.step(tokenizer.decode(completion))
             samples.append(Sample(prompt_ids, completion, [], rng.uniform(-1.5, 1.5)))
     return samples
+
+
+def demo_samples(tokenizer: Any, seed: int = 0) -> list[Sample]:
+    """The demo's batch: GROUP x TURNS samples of the `smollm2_cpu` recipe."""
+    return recipe_samples(tokenizer, seed=seed)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,57 @@ def test_compact_style_shows_a_worked_example_as_chat_turns(phase):
     assert sum(len(m["content"]) for m in compact[2:]) < len(paper[1]["content"])  # shorter context + task
 
 
+def _cycle(layout: str, style: str, cycles: int = 3) -> list[str]:
+    """The chat text of each turn of `cycles` cycles (the window slides: 2 examples + 3 calls > 4)."""
+    ep = Episode(INSTANCE, ProtocolConfig(prompt_style=style, prompt_layout=layout, history_window=4), LocalCaller())
+    texts = []
+    for i in range(cycles):
+        for reply in (f"Plan: try a list of {i + 3} items.", f"Input: ({list(range(i + 3))},)",
+                      f"Decision: NO\nSummary: it keeps {i} items."):
+            texts.append("".join(f"<{m['role']}>{m['content']}" for m in ep.prompt()))
+            ep.step(reply)
+    return texts
+
+
+def _common(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+@pytest.mark.parametrize("style", ["paper", "compact"])
+def test_shared_first_lays_out_what_a_cycle_shares_before_each_turns_own_lines(style):
+    per_turn, shared = _cycle("per_turn", style), _cycle("shared_first", style)
+    for c in range(0, len(shared), 3):
+        reasoning, inp, reflect = shared[c:c + 3]
+        # each turn's prompt is the cycle's shared text, then its own lines: the task (reasoning), the plan
+        # and the task (input), the plan, the latest call and the task (reflect)
+        own = reasoning.rindex("\n") if style == "compact" else reasoning.rindex("\n\nTask:")
+        assert _common(reasoning, inp) >= own and _common(reasoning, reflect) >= own
+        assert "Latest call:" not in inp[inp.rindex("<user>"):] and reflect[_common(inp, reflect):].lstrip("\n").startswith(
+            ("Latest call:", "Task:" if style == "paper" else "Write", "Say"))
+        assert _common(inp, reflect) > _common(*per_turn[c + 1:c + 3]) + 50  # the window and the plan, at least
+        # the reflect keeps the window its cycle's other turns show (the latest call after it): one call more
+        calls = [line for line in reasoning.splitlines() if " -> " in line]
+        assert calls and all(line in reflect for line in calls)
+    # reasoning and input prompts of the paper style are the per_turn ones, unchanged
+    if style == "paper":
+        assert [t for i, t in enumerate(shared) if i % 3 != 2] == [t for i, t in enumerate(per_turn) if i % 3 != 2]
+    else:
+        assert shared[0].count("<assistant>") == 3  # a worked example of a whole cycle, shared by every turn
+
+
+def test_the_prompt_layout_is_config_and_replays_from_an_eval_run():
+    from aac.eval.harness import run_identity
+
+    cfg = compose("env.prompt_layout=shared_first")
+    assert ProtocolConfig.from_env(cfg.env).prompt_layout == "shared_first"
+    identity = run_identity(cfg, None)
+    assert identity["prompt_layout"] == "shared_first"
+    assert run_protocol(identity, cfg.env).prompt_layout == "shared_first"
+    assert "prompt_layout" not in run_identity(compose("env.prompt_layout=per_turn"), None)  # older runs' identity
+    with pytest.raises(ConfigError, match="env.prompt_layout"):
+        compose("env.prompt_layout=interleaved")
+
+
 def test_compact_input_prompt_shows_a_plan_that_copied_the_example_label_once():
     for reply in ("Plan: try a long list.", "plan:try a long list.", "try a long list."):
         ep = Episode(INSTANCE, ProtocolConfig(prompt_style="compact"), LocalCaller())

@@ -50,15 +50,18 @@ def reasoning_prompt(view: TurnView) -> list[dict]:
     return _chat(view, f"{context}\n{w.reasoning_task}", plan, f"{_context(view)}\n{w.reasoning_task}")
 
 
-def input_prompt(view: TurnView) -> list[dict]:
-    w = view.wording
-    context, example_plan, example_input = w.example[:3]
+def _plan(view: TurnView) -> str:
     # the worked example's plan opens with "Plan:", so a reply that copies it must not read "Plan: Plan:"
     own = (view.plan or "").strip()
     own = own[len("Plan:"):].lstrip() if own.lower().startswith("plan:") else own
-    plan = f"Plan: {clip(own, view.max_chars)}"
+    return f"Plan: {clip(own, view.max_chars)}"
+
+
+def input_prompt(view: TurnView) -> list[dict]:
+    w = view.wording
+    context, example_plan, example_input = w.example[:3]
     return _chat(view, f"{context}\n{example_plan}\n{w.input_task}", example_input,
-                 f"{_context(view)}\n{plan}\n{w.input_task}")
+                 f"{_context(view)}\n{_plan(view)}\n{w.input_task}")
 
 
 def reflect_prompt(view: TurnView) -> list[dict]:
@@ -66,3 +69,31 @@ def reflect_prompt(view: TurnView) -> list[dict]:
     context, latest, answer = w.example[0], w.example[3], w.example[4]
     return _chat(view, f"{context}\n{latest}\n{w.reflect_task}", answer,
                  f"{_context(view)}\nLatest call: {view.latest}\n{w.reflect_task}")
+
+
+# ---------------------------------------------------------------- the shared_first layout
+# Every turn opens with the system prompt and the worked example of a whole cycle (three exchanges),
+# then the cycle's context, the plan (input, reflect), the latest call (reflect), and its task last:
+# the three turns of a cycle share all but their last lines.
+
+
+def _shared(view: TurnView, *lines: str) -> list[dict]:
+    w = view.wording
+    context, plan, example_input, latest, answer = w.example
+    return [{"role": "system", "content": w.system},
+            {"role": "user", "content": f"{context}\n{w.reasoning_task}"}, {"role": "assistant", "content": plan},
+            {"role": "user", "content": w.input_task}, {"role": "assistant", "content": example_input},
+            {"role": "user", "content": f"{latest}\n{w.reflect_task}"}, {"role": "assistant", "content": answer},
+            {"role": "user", "content": "\n".join([_context(view), *lines])}]
+
+
+def shared_reasoning_prompt(view: TurnView) -> list[dict]:
+    return _shared(view, view.wording.reasoning_task)
+
+
+def shared_input_prompt(view: TurnView) -> list[dict]:
+    return _shared(view, _plan(view), view.wording.input_task)
+
+
+def shared_reflect_prompt(view: TurnView) -> list[dict]:
+    return _shared(view, _plan(view), f"Latest call: {view.latest}", view.wording.reflect_task)

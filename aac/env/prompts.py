@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from aac.env.observation import Observation
@@ -148,6 +148,16 @@ def reflect_prompt(view: TurnView) -> list[dict]:
     parts = _context(view)
     parts.insert(2, f"Latest call: {view.latest}")
     return _messages("\n\n".join([*parts, view.wording.reflect_task]), view.wording)
+
+
+def shared_reflect_prompt(view: TurnView) -> list[dict]:
+    """The reflect turn of the shared_first layout: the reasoning and input turns' prompt (the cycle's
+    window and hypothesis, then the plan), the latest call, the task last. The reasoning and input
+    prompts are the per_turn ones: their text is already that shared prefix."""
+    plan = f"Your plan: {clip(view.plan or '', 2 * view.max_chars)}"
+    context = _context(replace(view, latest_is_call=False))  # the window's title as the other turns show it
+    return _messages("\n\n".join([*context, plan, f"Latest call: {view.latest}", view.wording.reflect_task]),
+                     view.wording)
 
 
 def context_observations(instance: Instance, max_chars: int) -> list[Observation]:

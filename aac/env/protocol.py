@@ -19,6 +19,16 @@ Prompt styles (`prompt_style`): `paper` (aac/env/prompts.py, the default of pape
 in an assistant message holding the style's answer cue (e.g. `Input: (`): the engine continues it
 (the cue's tokens are prompt tokens, so the learner sees exactly what the engine saw), `step()` takes
 the continuation and parses cue + continuation, and the step records the cue in `prefill`.
+
+Prompt layouts (`prompt_layout`): `per_turn` lays each turn's prompt out on its own (the compact style's
+worked example is one exchange of the turn's own phase; the paper style's reflect shows one call
+fewer in its window, then the latest call). `shared_first` puts what the three turns of a cycle share
+first and each turn's own lines last: the system prompt (compact: a worked example of a whole cycle),
+the header, the window and the hypothesis; then the plan (input, reflect); then the latest call
+(reflect); then the turn's task. So a cycle's input prompt extends its reasoning prompt's context, and
+its reflect prompt extends its input prompt's, and the learner's prefix tree (aac/learner/packing.py)
+and vLLM's prefix cache compute that text once. The paper style keeps its reasoning and input prompts
+exactly; its reflect shows the plan and the whole window before the latest call.
 """
 
 from __future__ import annotations
@@ -49,10 +59,14 @@ _CYCLE = tuple(Phase)  # an episode starts at reasoning and every step moves to 
 def phase_of_turn(index: int) -> Phase:
     """The phase of an episode's turn `index` (0-based): the protocol's order fixes it, whatever the replies."""
     return _CYCLE[index % len(_CYCLE)]
-# each style's prompt builders (the words in them are the domain's)
-_STYLES = {style: {Phase.REASONING: module.reasoning_prompt, Phase.INPUT: module.input_prompt,
-                   Phase.REFLECT: module.reflect_prompt}
-           for style, module in (("paper", prompts), ("compact", compact_prompts))}
+# each (style, layout)'s prompt builders, in phase order (the words in them are the domain's)
+_BUILDERS = {("paper", "per_turn"): (prompts.reasoning_prompt, prompts.input_prompt, prompts.reflect_prompt),
+           ("paper", "shared_first"): (prompts.reasoning_prompt, prompts.input_prompt, prompts.shared_reflect_prompt),
+           ("compact", "per_turn"): (compact_prompts.reasoning_prompt, compact_prompts.input_prompt,
+                                     compact_prompts.reflect_prompt),
+           ("compact", "shared_first"): (compact_prompts.shared_reasoning_prompt, compact_prompts.shared_input_prompt,
+                                         compact_prompts.shared_reflect_prompt)}
+_STYLES = {key: dict(zip(_CYCLE, builders)) for key, builders in _BUILDERS.items()}
 
 
 _ENV = EnvConfig()  # the schema's defaults, stated once there
@@ -77,11 +91,12 @@ class ProtocolConfig:
     max_input_depth: int = _ENV.sandbox.max_input_depth
     constrained_format: bool = _ENV.constrained_format  # decode each turn inside its phase's grammar (aac/env/grammar.py)
     prompt_style: str = str(_ENV.prompt_style)  # paper | compact (short prompts, a worked example as chat turns)
+    prompt_layout: str = str(_ENV.prompt_layout)  # per_turn | shared_first (a cycle's shared text first)
     answer_cues: bool = _ENV.answer_cues  # open input and reflect replies with the style's answer cue (a prefill)
     input_literals: tuple[str, ...] | None = None  # constrained inputs' alphabet (None: aac.env.grammar.LITERALS)
 
     def __post_init__(self) -> None:
-        self.prompt_style = str(self.prompt_style)
+        self.prompt_style, self.prompt_layout = str(self.prompt_style), str(self.prompt_layout)
         if self.input_literals is not None:
             self.input_literals = tuple(str(lit) for lit in self.input_literals)
 
@@ -93,7 +108,7 @@ class ProtocolConfig:
                    max_observation_chars=env.max_observation_chars, max_window_chars=env.max_window_chars,
                    max_input_chars=env.sandbox.max_input_chars, max_input_depth=env.sandbox.max_input_depth,
                    constrained_format=env.constrained_format, prompt_style=str(env.prompt_style),
-                   answer_cues=bool(env.answer_cues), input_literals=env.input_literals)
+                   prompt_layout=str(env.prompt_layout), answer_cues=bool(env.answer_cues), input_literals=env.input_literals)
 
     @classmethod
     def from_eval(cls, ev: EvalConfig, env: EnvConfig | None = None) -> ProtocolConfig:
@@ -197,16 +212,17 @@ class Episode:
         """The chat messages for the current turn (ending in the assistant's prefill when it has one)."""
         if self.done:
             raise RuntimeError("the episode is over: no further prompt")
-        # reflect shows the latest call on its own line, and the window's other slots before it
+        # reflect shows the latest call on its own line: per_turn, after the window's other slots;
+        # shared_first, after the whole window the cycle's other turns show (so their prompts are its prefix)
         apart = self._phase is Phase.REFLECT and self._latest_is_call
         pool = self._observations[:-1] if apart else self._observations
-        size = self.cfg.history_window - int(apart)
+        size = self.cfg.history_window - int(apart and self.cfg.prompt_layout == "per_turn")
         view = prompts.TurnView(
             header=self.instance.header, window=pool[max(0, len(pool) - size):] if size > 0 else [],
             total_observations=len(pool), hypothesis=self._hypothesis, plan=self._plan,
             latest=self._latest, latest_is_call=apart, max_chars=self.cfg.max_observation_chars,
             max_window_chars=self.cfg.max_window_chars, wording=self._wording)
-        messages = _STYLES[self.cfg.prompt_style][self._phase](view)
+        messages = _STYLES[self.cfg.prompt_style, self.cfg.prompt_layout][self._phase](view)
         cue = self.prefill
         return [*messages, {"role": "assistant", "content": cue}] if cue else messages
 
