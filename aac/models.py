@@ -4,6 +4,11 @@
   converted once to a safetensors folder under `$AAC_HOME/models/`.
 - `tiny_qwen3`: a random Qwen3 of ~200K parameters with a locally trained byte-level BPE
   tokenizer and a ChatML template, built deterministically into the cache (fast tests).
+- `tiny_qwen3_gqa`: the same with grouped-query heads (4 query, 2 KV), as Qwen3-8B groups them (32 / 8):
+  the CPU rehearsal of the flagship's shape.
+- `qwen3_8b_random`: Qwen3-8B's exact shape (`QWEN3_8B`) with random bf16 weights and SmolLM2's
+  tokenizer (no download; ~16 GB written once): timing the flagship (`aac.preflight`) on new hardware.
+  Its replies are random text that rarely ends, so a step runs every turn to its token budget.
 - `qwen3_8b`, `qwen3_1_7b`: HF hub ids; anything else is taken as a local path or hub id.
 """
 
@@ -13,8 +18,9 @@ import logging
 import os
 import shutil
 import tempfile
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -108,10 +114,26 @@ def _tiny_corpus() -> list[str]:
     return [words] * 20 + [inspect.getsource(_json), inspect.getsource(_textwrap)]
 
 
-def _build_tiny_qwen3(out: Path) -> None:
-    import torch
+@dataclass(frozen=True)
+class Shape:
+    """A Qwen3's dimensions (`Qwen3Config` fields)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+
+
+QWEN3_8B = Shape(vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                 num_attention_heads=32, num_key_value_heads=8, head_dim=128)  # Qwen/Qwen3-8B's config.json
+
+
+def _tiny_tokenizer() -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers import PreTrainedTokenizerFast
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     bpe = Tokenizer(models.BPE())
@@ -132,31 +154,49 @@ def _build_tiny_qwen3(out: Path) -> None:
         additional_special_tokens=["<|im_start|>"],
     )
     tok.chat_template = CHATML_TEMPLATE
-    config = Qwen3Config(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=32,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
-        eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
-        pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
-        bos_token_id=None,
-    )
+    return tok
+
+
+def _build_qwen3(out: Path, *, shape: Optional[Shape], heads: tuple[int, int] = (2, 2), dtype: str = "float32",
+                 tokenizer: Optional[Callable[[], Any]] = None) -> None:
+    """A Qwen3 with random weights (seed 0) and a ChatML tokenizer: the tiny one (width 64, 2 layers,
+    `heads` query / KV heads, its own BPE) unless `shape` is given."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    tok = (tokenizer or _tiny_tokenizer)()
+    dims = asdict(shape) if shape else dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                                             num_hidden_layers=2, num_attention_heads=heads[0],
+                                             num_key_value_heads=heads[1], head_dim=32)
+    special = dict(eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"), bos_token_id=None,
+                   pad_token_id=tok.convert_tokens_to_ids(tok.pad_token or "<|endoftext|>"))
+    config = (Qwen3Config(**dims, max_position_embeddings=4096, tie_word_embeddings=True, **special) if shape is None
+              else Qwen3Config(**dims, max_position_embeddings=40960, rope_theta=1e6, rms_norm_eps=1e-6,
+                               tie_word_embeddings=False, **special))
     torch.manual_seed(0)
-    model = Qwen3ForCausalLM(config).to(torch.float32)
+    device = "cuda" if shape is not None and torch.cuda.is_available() else "cpu"  # 8B: initialised on the GPU
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
     model.generation_config.eos_token_id = config.eos_token_id
     model.generation_config.pad_token_id = config.pad_token_id
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
 
 
+def _smollm2_tokenizer() -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model("smollm2_135m"))
+
+
 REGISTRY: dict[str, ModelSpec] = {
     "smollm2_135m": ModelSpec("smollm2_135m", "smollm2_135m", _build_smollm2),
-    "tiny_qwen3": ModelSpec("tiny_qwen3", "tiny_qwen3", _build_tiny_qwen3),
+    "tiny_qwen3": ModelSpec("tiny_qwen3", "tiny_qwen3", functools.partial(_build_qwen3, shape=None)),
+    "tiny_qwen3_gqa": ModelSpec("tiny_qwen3_gqa", "tiny_qwen3_gqa",
+                                functools.partial(_build_qwen3, shape=None, heads=(4, 2))),
+    "qwen3_8b_random": ModelSpec("qwen3_8b_random", "qwen3_8b_random",
+                                 functools.partial(_build_qwen3, shape=QWEN3_8B, dtype="bfloat16",
+                                                   tokenizer=_smollm2_tokenizer)),
     "qwen3_8b": ModelSpec("qwen3_8b", "Qwen/Qwen3-8B", None, {"enable_thinking": False}),
     "qwen3_1_7b": ModelSpec("qwen3_1_7b", "Qwen/Qwen3-1.7B", None, {"enable_thinking": False}),
 }

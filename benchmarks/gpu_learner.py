@@ -25,28 +25,18 @@ import argparse
 import json
 import resource
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Optional
 
 import torch
 
 from aac.config import LearnerConfig
 from aac.learner import Learner, Sample
+from aac.models import QWEN3_8B, Shape
 
 # dense bf16 peaks (no sparsity), FLOP/s
 PEAKS = {"H200": 989e12, "H100 PCIe": 756e12, "H100": 989e12, "A100": 312e12, "L40S": 362e12, "A40": 150e12,
          "L4": 121e12, "A10": 125e12}
-
-
-@dataclass
-class Shape:
-    vocab_size: int = 151936
-    hidden_size: int = 4096
-    intermediate_size: int = 12288
-    num_hidden_layers: int = 36
-    num_attention_heads: int = 32
-    num_key_value_heads: int = 8
-    head_dim: int = 128
 
 
 TINY = Shape(vocab_size=1024, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
@@ -127,7 +117,7 @@ def main() -> None:
     if args.model:
         model = load_named(args.model, dtype)
     else:
-        model = build_random(TINY if args.tiny else Shape(), dtype, device)
+        model = build_random(TINY if args.tiny else QWEN3_8B, dtype, device)
     build_s = time.perf_counter() - t0
     cfg = LearnerConfig(backend=args.engine, zero_stage=args.zero_stage, lora_r=args.lora_r, lora_alpha=args.lora_r,
                         dtype=args.dtype, kl_coef=args.kl_coef, micro_batch_tokens=args.micro_batch_tokens,

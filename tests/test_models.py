@@ -68,3 +68,30 @@ def test_second_make_does_not_reinstall():
     # the install stamp is newer than its inputs: `make -q install` says "up to date"
     result = subprocess.run(["make", "-q", "install"], cwd=ROOT)
     assert result.returncode == 0
+
+
+def test_tiny_gqa_groups_its_heads_as_the_flagship_does():
+    from aac.models import QWEN3_8B
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_model("tiny_qwen3_gqa"))
+    c = model.config
+    assert (c.num_attention_heads, c.num_key_value_heads) == (4, 2)  # 2 query heads per KV head
+    assert QWEN3_8B.num_attention_heads // QWEN3_8B.num_key_value_heads == 4  # Qwen3-8B: 4 per KV head
+
+
+def test_the_random_flagship_is_built_at_any_shape_with_a_real_tokenizer(tmp_path):
+    """qwen3_8b_random's builder (at a small shape: the 8B writes 16 GB), and its registry entry's shape."""
+    import json
+
+    from aac.models import QWEN3_8B, REGISTRY, Shape, _build_qwen3, _tiny_tokenizer
+
+    small = Shape(vocab_size=2048, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=1, head_dim=16)
+    _build_qwen3(tmp_path, shape=small, dtype="bfloat16", tokenizer=_tiny_tokenizer)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert {k: config[k] for k in vars(small)} == vars(small) and config["dtype"] == "bfloat16"
+    assert config["rope_parameters"]["rope_theta"] == 1e6 and config["tie_word_embeddings"] is False
+    assert config["eos_token_id"] == AutoTokenizer.from_pretrained(tmp_path).convert_tokens_to_ids("<|im_end|>")
+    entry = REGISTRY["qwen3_8b_random"].builder
+    assert entry.keywords["shape"] == QWEN3_8B and entry.keywords["dtype"] == "bfloat16"
+    assert (QWEN3_8B.hidden_size, QWEN3_8B.num_hidden_layers, QWEN3_8B.intermediate_size) == (4096, 36, 12288)

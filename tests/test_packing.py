@@ -75,8 +75,18 @@ def _trained(path: str, gqa: bool = False, **kw) -> Learner:
     return learner
 
 
-@pytest.mark.parametrize("gqa, checkpointing", [(False, False), (True, True)], ids=["qwen3", "llama_gqa_ckpt"])
-def test_prefix_sharing_and_chunks_keep_loss_and_gradients(tiny_model_path, gqa, checkpointing):
+@pytest.mark.parametrize("gqa, checkpointing, expand", [(False, False, False), (True, True, False), (True, False, True)],
+                         ids=["qwen3", "llama_gqa_ckpt", "llama_gqa_kv_expanded"])
+def test_prefix_sharing_and_chunks_keep_loss_and_gradients(tiny_model_path, gqa, checkpointing, expand, monkeypatch):
+    """`expand`: the KV heads expanded before sdpa, the path a GPU takes (a kernel there takes a mask or
+    grouped heads, not both), forced on the CPU."""
+    from aac.learner import tree_attention
+
+    expanded = []
+    if expand:
+        heads = tree_attention._heads
+        monkeypatch.setattr(tree_attention, "expand_kv", lambda t: True)
+        monkeypatch.setattr(tree_attention, "_heads", lambda k, v, g: expanded.append(g) or heads(k, v, g))
     samples = group_samples()
     plain = _trained(tiny_model_path, gqa, prefix_sharing=False, logprob_chunk=0)
     shared = _trained(tiny_model_path, gqa, prefix_sharing=True, logprob_chunk=4,
@@ -95,6 +105,18 @@ def test_prefix_sharing_and_chunks_keep_loss_and_gradients(tiny_model_path, gqa,
     unique = len(pack_plan([s.prompt_ids + s.completion_ids for s in samples], 4096)[0].tokens)
     assert m_plain["tokens"] == sum(len(s) for s in samples) and m_shared["tokens"] == unique
     assert unique < 0.7 * m_plain["tokens"]
+    assert expanded == [] if not expand else set(expanded) == {3}  # 6 query heads over 2 KV heads
+
+
+def test_the_kernel_in_use_names_the_grouped_head_path():
+    from transformers import Qwen3Config
+
+    from aac.learner.tree_attention import kernel_in_use
+    from aac.models import QWEN3_8B
+
+    config = Qwen3Config(num_attention_heads=QWEN3_8B.num_attention_heads, head_dim=QWEN3_8B.head_dim,
+                         num_key_value_heads=QWEN3_8B.num_key_value_heads, hidden_size=QWEN3_8B.hidden_size)
+    assert kernel_in_use(config, torch.device("cpu"), torch.bfloat16) == "sdpa flash_attention on cpu, grouped heads (enable_gqa)"
 
 
 def test_logprob_chunk_bounds_the_logits_not_the_loss(tiny_model_path):
