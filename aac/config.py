@@ -52,7 +52,7 @@ WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 PromptStyle = _choice("PromptStyle", "paper", "compact")
 PromptLayout = _choice("PromptLayout", "per_turn", "shared_first")
 DomainName = _choice("DomainName", "pau", "stateful", "library", "web")  # aac/env/domains' registry
-# each domain's built-in dataset: the default `env.data` and `eval.data` (`${domain_data:${env.domain}}`)
+# each domain's built-in dataset: the default `env.data` (`${domain_data:${env.domain}}`), which `eval.data` follows
 DOMAIN_DATA = {"pau": "builtin:humaneval", "stateful": "builtin:stateful", "library": "builtin:library",
                "web": "builtin:web"}
 
@@ -246,7 +246,15 @@ class RolloutConfig:
     kv_cache_gb: int = 2  # CPU build: VLLM_CPU_KVCACHE_SPACE
     max_loras: int = 2
     max_lora_rank: int = 16
-    enforce_eager: bool = True
+    # vLLM without CUDA graphs; None: on for the CPU build (which has none), off on GPU, where graphs
+    # make decode steps 20-50% faster
+    enforce_eager: Optional[bool] = None
+    # each turn's seed (aac/rollout/driver.py, turn_seed) handed to vLLM: a replayed rollout samples the
+    # same tokens, at the cost of vLLM's per-request sampling path (a seeded request draws from its own
+    # generator). None: on for the CPU build (fp32, batch-invariant: replays are exact there), off on GPU,
+    # where the batched sampler runs and bf16 batches are not batch-invariant anyway (a replay differs
+    # wherever its batches did, seeds or not). The HF engine always seeds its turns
+    per_request_seeds: Optional[bool] = None
     # base-only batches (critic, judge) with LoRA off instead of the identity adapter; None: on for
     # the vLLM CPU build (its LoRA ops cost every token of a LoRA batch ~5x), off on GPU
     plain_base_batches: Optional[bool] = None
@@ -318,7 +326,7 @@ class LearnerConfig:
 @dataclass
 class EvalConfig:
     mode: EvalMode = EvalMode.interactive
-    data: str = "${domain_data:${env.domain}}"  # default: the domain's built-in set (pau: builtin:humaneval)
+    data: str = "${env.data}"  # default: the data training reads (its test split)
     split: str = "test"
     limit: Optional[int] = None
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)

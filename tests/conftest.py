@@ -106,7 +106,7 @@ def vllm_engine(smollm2_path, tmp_path_factory):
     from aac.engines import make_engine
 
     engine = make_engine("vllm", smollm2_path, dtype="float32", max_model_len=2048, enable_lora=True,
-                         max_lora_rank=16, max_loras=2, seed=0, kv_cache_gb=1, enforce_eager=True,
+                         max_lora_rank=16, max_loras=2, seed=0, kv_cache_gb=1,
                          identity_cache_dir=str(tmp_path_factory.mktemp("identity")))
     _closers["vllm_engine"] = engine.close
     yield engine

@@ -137,3 +137,16 @@ def test_installed_wheel_carries_configs(tmp_path, run_module):
     where = subprocess.run([sys.executable, "-c", "import aac; print(aac.__file__)"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(tmp_path / "site"))
+
+
+def test_eval_data_follows_env_data_and_gpu_recipes_are_gpu_shaped():
+    """eval.data defaults to what training reads (its test split); qwen3_8b runs CUDA graphs, the batched
+    sampler and large micro-batches on GPU, and the CPU build's settings on CPU (None: decided by the engine)."""
+    assert compose("+recipe=qwen3_8b").eval.data == "DJ-Research/PAU-Benchmark"
+    assert compose("env.domain=library").eval.data == "builtin:library"
+    assert compose("env.data=rows.jsonl").eval.data == "rows.jsonl"
+    assert compose("env.data=rows.jsonl", "eval.data=other.jsonl").eval.data == "other.jsonl"
+    flagship, demo = compose("+recipe=qwen3_8b"), compose("+recipe=smollm2_cpu")
+    for cfg in (flagship, demo):
+        assert cfg.rollout.enforce_eager is None and cfg.rollout.per_request_seeds is None
+    assert flagship.learner.micro_batch_tokens >= 32768

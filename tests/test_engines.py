@@ -201,6 +201,23 @@ def test_vllm_cpu_engine_runs_in_process_on_every_core(vllm_engine):
 
 
 @pytest.mark.slow
+def test_vllm_on_cpu_runs_eager_and_seeds_each_request_unless_told_not_to(vllm_engine):
+    """rollout.enforce_eager and rollout.per_request_seeds default (None) to the CPU build's settings; with
+    per-request seeds off, requests sample from the engine's one generator (vLLM's batched sampler)."""
+    assert vllm_engine.llm.llm_engine.vllm_config.model_config.enforce_eager  # no CUDA graphs on a CPU
+    assert vllm_engine.per_request_seeds
+    twins = [GenRequest(POEM, Sampling(temperature=1.0, max_tokens=16, seed=5)) for _ in range(2)]
+    seeded = vllm_engine.generate(twins)
+    assert seeded[0].token_ids == seeded[1].token_ids == vllm_engine.generate(twins[:1])[0].token_ids
+    vllm_engine.per_request_seeds = False
+    try:
+        unseeded = vllm_engine.generate(twins) + vllm_engine.generate(twins)
+    finally:
+        vllm_engine.per_request_seeds = True
+    assert len({tuple(r.token_ids) for r in unseeded}) > 1  # the twins' seed no longer decides their tokens
+
+
+@pytest.mark.slow
 def test_vllm_shared_engine_serves_base_and_adapter_in_one_batch(vllm_engine, hf_smollm2, smollm2_path,
                                                                 make_random_lora):
     """The critic's request (no adapter) and the actor's (adapter) for the same prompt, in one mixed

@@ -52,7 +52,8 @@ def engine_from_config(model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed:
                       gpu_memory_utilization=rollout_cfg.gpu_memory_utilization,
                       # requested RolloutConfig field; None = on for the CPU build (vllm_engine.py)
                       plain_base_batches=rollout_cfg.plain_base_batches, lora_mode=rollout_cfg.lora_mode,
-                      cpu_threads=rollout_cfg.cpu_threads, in_process=rollout_cfg.vllm_in_process)
+                      cpu_threads=rollout_cfg.cpu_threads, in_process=rollout_cfg.vllm_in_process,
+                      per_request_seeds=rollout_cfg.per_request_seeds)
         if overrides.get("tensor_parallel_size", 1) > 1:
             # the shards run as Ray workers in the host actor's placement group, which vLLM finds only
             # when its engine core runs in the host's process

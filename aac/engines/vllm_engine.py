@@ -109,9 +109,10 @@ class VLLMEngine(Engine):
     def __init__(self, model_path: str, *, dtype: str = "float32", max_model_len: int = 2048,
                  chat_template_kwargs: Optional[dict] = None, enable_lora: bool = True, max_lora_rank: int = 16,
                  max_loras: int = 2, seed: int = 0, kv_cache_gb: Optional[float] = None,
-                 gpu_memory_utilization: float = 0.45, enforce_eager: bool = True,
+                 gpu_memory_utilization: float = 0.45, enforce_eager: Optional[bool] = None,
                  identity_cache_dir: Optional[str] = None, plain_base_batches: Optional[bool] = None,
-                 cpu_threads: Optional[int] = None, in_process: Optional[bool] = None, **llm_kwargs: Any) -> None:
+                 cpu_threads: Optional[int] = None, in_process: Optional[bool] = None,
+                 per_request_seeds: Optional[bool] = None, **llm_kwargs: Any) -> None:
         super().__init__()
         import torch
 
@@ -128,6 +129,8 @@ class VLLMEngine(Engine):
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = vllm_cpu_bind(cpu_threads)
         from vllm import LLM
 
+        # None: eager on the CPU build (it has no CUDA graphs), graphs on GPU
+        enforce_eager = _on_cpu() if enforce_eager is None else enforce_eager
         kwargs: dict[str, Any] = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, seed=seed,
                                       enforce_eager=enforce_eager, **llm_kwargs)
         if not _on_cpu():
@@ -145,6 +148,9 @@ class VLLMEngine(Engine):
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.enable_lora = enable_lora
         self.plain_base_batches = _on_cpu() if plain_base_batches is None else plain_base_batches
+        # a request's seed gives it its own generator, which vLLM's sampler serves one request at a time;
+        # without, the batch samples from the engine's generator (seeded by `seed`) in one draw
+        self.per_request_seeds = _on_cpu() if per_request_seeds is None else per_request_seeds
         self.max_model_len = max_model_len
         self._lock = threading.Lock()  # vLLM's LLM is not safe to call from two threads at once
         self.max_lora_rank = max_lora_rank
@@ -212,13 +218,13 @@ class VLLMEngine(Engine):
         return self.enable_lora and (any_adapter or not self.plain_base_batches)
 
     # ------------------------------------------------------------------ generation
-    @staticmethod
-    def _params(s: Sampling, room: int) -> Any:
+    def _params(self, s: Sampling, room: int) -> Any:
         from vllm import SamplingParams
 
         # logprobs=0: only the sampled token's; vLLM's default logprobs_mode "raw_logprobs" makes it
         # the temperature-1.0 log-prob (before temperature / top-p), as the module docstring promises
-        return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=min(s.max_tokens, room), seed=s.seed,
+        return SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=min(s.max_tokens, room),
+                              seed=s.seed if self.per_request_seeds else None,
                               logprobs=0 if s.logprobs else None, stop=list(s.stop) if s.stop else None,
                               include_stop_str_in_output=s.include_stop)
 
