@@ -14,11 +14,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
 import tempfile
-import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
