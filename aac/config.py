@@ -374,6 +374,15 @@ class SFTConfig:
 
 
 @dataclass
+class PreflightConfig:
+    """`python -m aac.preflight`: a few real steps of a recipe, measured, and its full run projected."""
+
+    steps: int = 3  # training steps run and timed (the first includes the engines' warm-up)
+    eval: bool = True  # also time one held-out evaluation when the recipe evaluates (eval_every > 0)
+    json: Optional[str] = None  # where the measurements go; None: OUT_DIR/preflight.json
+
+
+@dataclass
 class LoggingConfig:
     wandb_mode: WandbMode = WandbMode.offline
     project: str = "aac"
@@ -398,6 +407,7 @@ class TrainConfig:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
+    preflight: PreflightConfig = field(default_factory=PreflightConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     seed: int = 0
@@ -455,7 +465,7 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "eval.history_window", "eval.max_tokens_per_turn", "eval.judge_max_tokens", "eval.coder_max_tokens",
             "eval.bootstrap_resamples", "eval.limit", "rewards.tau_reason", "rewards.tau_input",
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
-            "learner.ppo_minibatches", "learner.tis_cap", "rollout.cpu_threads", "rollout.num_engines",
+            "learner.ppo_minibatches", "learner.tis_cap", "preflight.steps", "rollout.cpu_threads", "rollout.num_engines",
             "rollout.tensor_parallel_size", "learner.num_workers", "critic.scripted_k", "sft.epochs", "sft.batch_turns",
             "sync_tolerance", "sync_probe_tokens", "keep_adapters")
 

@@ -1,0 +1,145 @@
+"""`python -m aac.preflight +recipe=NAME [overrides]`: the first command on new hardware.
+
+Runs `preflight.steps` real steps of the recipe through the real `Trainer` (the same pieces, placement and
+data order as `aac.train`), then prints and writes as JSON (`preflight.json` in the run dir): the installed
+versions (a vLLM outside the supported range is refused in one line, before anything is built), per step
+the phase times and the generated / prompt / update tokens, each piece's peak memory, the engine's KV
+cache, the learner's attention kernel, the adapter-sync gap, and the recipe's full run projected from
+those measurements (`aac/preflight/projection.py`). `model=qwen3_8b_random` times the flagship's exact
+shape with random weights (no download).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from aac.cli import output_dir, run_hydra
+from aac.config import validate
+from aac.preflight.pieces import engine_report, inside, learner_report
+from aac.preflight.projection import Measured, project
+from aac.preflight.versions import VersionError, check_vllm, installed
+from aac.train import DEFAULT_RECIPE
+from aac.training import Trainer
+
+log = logging.getLogger("aac.preflight")
+
+
+class _Measuring(Trainer):
+    """The Trainer, keeping each step's rollout batch (for its prompt tokens)."""
+
+    batch: Any = None
+
+    def rollout(self, *args: Any, **kwargs: Any) -> Any:
+        batch = super().rollout(*args, **kwargs)
+        if not kwargs.get("protocol"):  # a held-out evaluation's batch is not a training step's
+            self.batch = batch
+        return batch
+
+
+def _uses_vllm(cfg: Any) -> bool:
+    return "vllm" in {str(k) for k in (cfg.rollout.engine, cfg.critic.backend, cfg.eval.engine, cfg.eval.judge_engine)}
+
+
+def _step_row(m: dict[str, Any], batch: Any, wall_s: float) -> dict[str, Any]:
+    prompt = sum(len(t.prompt_ids) for ep in batch.episodes for t in ep.turns)
+    generated = int(m["rollout/generated_tokens"])
+    row = {"wall_s": round(wall_s, 2), **{k[5:]: round(v, 2) for k, v in m.items() if k.startswith("time/")},
+           "turns": sum(len(ep.turns) for ep in batch.episodes), "generated_tokens": generated,
+           "prompt_tokens": prompt, "update_tokens": m.get("update/tokens"), "loss_tokens": m.get("update/loss_tokens"),
+           "sync_logprob_gap": None if m.get("sync/logprob_gap") is None else float(f"{m['sync/logprob_gap']:.3g}"),
+           "update_skipped": bool(m.get("update/skipped"))}  # all advantages zero: no forward ran
+    row["update_tokens_per_generated"] = round(row["update_tokens"] / generated, 2) if generated and row["update_tokens"] else None
+    return row
+
+
+def _pieces(trainer: Trainer) -> dict[str, Any]:
+    run = trainer.pieces
+    hosts = {h.name: h.actor for h in run.engines.hosts()} or {
+        name: e for name, e in (("engine:actor", run.actor), ("engine:critic", run.critic)) if e is not None}
+    out = {name: inside(handle, engine_report) for name, handle in hosts.items()}
+    out["learner"] = inside(run.learner.actor, learner_report)
+    return out
+
+
+def preflight(cfg: DictConfig) -> dict[str, Any]:
+    import psutil
+
+    validate(cfg)
+    versions = installed()
+    print("versions: " + ", ".join(f"{k} {v or '-'}" for k, v in versions.items()), flush=True)
+    if _uses_vllm(cfg):
+        try:
+            check_vllm(versions["vllm"])
+        except VersionError as e:
+            raise SystemExit(f"aac.preflight: {e}") from None
+    out_dir = output_dir(cfg)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trainer = _Measuring(cfg, out_dir)
+    report: dict[str, Any] = {"recipe": cfg.recipe_name, "model": cfg.model.name, "versions": versions,
+                              "total_steps": trainer.total_steps, "steps": []}
+    try:
+        startup_s = time.time() - psutil.Process().create_time()
+        walls = []
+        for _ in range(min(cfg.preflight.steps, trainer.total_steps)):
+            t0 = time.perf_counter()
+            m = trainer.train_step()
+            trainer.step += 1
+            trainer.metrics.write(trainer.step, m)
+            walls.append(time.perf_counter() - t0)
+            report["steps"].append(_step_row(m, trainer.batch, walls[-1]))
+            log.info("preflight step %d: %s", trainer.step, report["steps"][-1])
+        t0 = time.perf_counter()
+        trainer.save()
+        save_s = time.perf_counter() - t0
+        eval_s = None
+        if cfg.eval_every and cfg.preflight.eval:
+            t0 = time.perf_counter()
+            trainer.evaluate()
+            eval_s = time.perf_counter() - t0
+        report["pieces"] = _pieces(trainer)
+    finally:
+        t0 = time.perf_counter()
+        trainer.close()
+        close_s = time.perf_counter() - t0
+    measured = Measured(startup_s, walls, save_s, close_s, eval_s)
+    report["measured"] = {"startup_s": round(startup_s, 1), "save_s": round(save_s, 2), "eval_s": eval_s,
+                          "close_s": round(close_s, 1)}
+    report["projection"] = {k: round(v, 3) for k, v in project(measured, trainer.total_steps, cfg.save_every,
+                                                               cfg.eval_every).items()}
+    path = Path(cfg.preflight.json) if cfg.preflight.json else out_dir / "preflight.json"
+    path.write_text(json.dumps(report, indent=1))
+    _print(report, path)
+    return report
+
+
+def _print(r: dict[str, Any], path: Path) -> None:
+    p = r["projection"]
+    print(f"\npreflight of {r['recipe']} ({r['model']}): {len(r['steps'])} of {r['total_steps']} steps measured")
+    print("| step | wall s | rollout s (generation, critic) | update s | sync s | turns | generated | prompt | "
+          "update tokens (per generated) | sync gap |")
+    for i, s in enumerate(r["steps"], 1):
+        print(f"| {i} | {s['wall_s']} | {s.get('rollout_s')} ({s.get('generation_s')}, {s.get('critic_s')}) | "
+              f"{s.get('update_s')} | {s.get('sync_s')} | {s['turns']} | {s['generated_tokens']} | {s['prompt_tokens']} | "
+              f"{s['update_tokens']} ({s['update_tokens_per_generated']}) | {s['sync_logprob_gap']} |")
+    for name, piece in r.get("pieces", {}).items():
+        extra = {k: v for k, v in piece.items() if k not in ("pid",)}
+        print(f"{name} (pid {piece['pid']}): {extra}")
+    m = r["measured"]
+    print(f"start-up {m['startup_s']} s, checkpoint {m['save_s']} s, evaluation {m['eval_s']} s, shut-down {m['close_s']} s")
+    print(f"projected full run ({p['steps']:.0f} steps at {p['step_s']:.1f} s, {p['evals']:.0f} evaluations): "
+          f"{p['total_s']:.0f} s = {p['total_h']:.2f} h")
+    print(f"wrote {path}")
+
+
+def main() -> None:
+    run_hydra(preflight, "config", DEFAULT_RECIPE)
+
+
+if __name__ == "__main__":
+    main()

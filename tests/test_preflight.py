@@ -1,0 +1,66 @@
+"""`python -m aac.preflight`: real steps measured through the real Trainer, the run projected from them,
+and a vLLM outside the supported range refused before anything is built."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from aac.preflight import Measured, VersionError, check_vllm, project
+from aac.preflight.projection import saves
+
+
+def test_the_projection_adds_start_up_the_first_step_the_later_steps_mean_saves_and_evals():
+    m = Measured(startup_s=40.0, steps_s=[30.0, 10.0, 14.0], save_s=2.0, close_s=5.0, eval_s=60.0)
+    p = project(m, total_steps=10, save_every=4, eval_every=5)
+    assert p["step_s"] == 12.0  # the later steps' mean: the first carries the warm-up
+    assert p["steps_s"] == 30 + 10 + 14 + 7 * 12.0
+    assert saves(10, 4) == 3 and saves(8, 4) == 2 and saves(3, 0) == 1  # steps 4, 8 and the last (10)
+    assert p["total_s"] == 40 + 138 + 3 * 2.0 + 2 * 60.0 + 5
+    assert project(Measured(1.0, [5.0], 0.0, 0.0), 3, 0, 0)["steps_s"] == 15.0  # one step: it is the mean
+    with pytest.raises(ValueError, match="no measured step"):
+        project(Measured(1.0, [], 0.0, 0.0), 3, 0, 0)
+
+
+@pytest.mark.parametrize("version, ok", [("0.32.0", True), ("0.32.1+cpu", True), ("0.33.0", False),
+                                         ("0.8.5", False), ("1.0.0", False), (None, False)])
+def test_the_supported_vllm_range(version, ok):
+    if ok:
+        check_vllm(version)
+    else:
+        with pytest.raises(VersionError, match="make install-gpu"):
+            check_vllm(version)
+
+
+def test_preflight_refuses_a_vllm_outside_the_range_in_one_line(run_module, tmp_path):
+    fake = tmp_path / "site" / "vllm"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('__version__ = "0.8.5"\n')
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}:{os.environ.get('PYTHONPATH', '')}"}
+    r = run_module("aac.preflight", "+recipe=tiny", "rollout.engine=vllm", f"out_dir={tmp_path / 'run'}", env=env)
+    assert r.returncode != 0
+    assert r.stderr.strip().splitlines()[-1] == ("aac.preflight: vLLM 0.8.5 is outside the supported range "
+                                                 "vllm>=0.32,<0.33 the engine code is written for: make install-gpu installs it")
+    assert "versions: vllm 0.8.5" in r.stdout and not (tmp_path / "run" / "metrics.jsonl").exists()  # nothing built
+
+
+def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, tmp_path):
+    out = tmp_path / "run"
+    r = run_module("aac.preflight", "+recipe=tiny", "rollout.placement=local", "preflight.steps=2", f"out_dir={out}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads((out / "preflight.json").read_text())
+    assert report["total_steps"] == 3 and len(report["steps"]) == 2
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2  # the Trainer's own steps
+    for s in report["steps"]:
+        assert s["generated_tokens"] > 0 and s["prompt_tokens"] > s["generated_tokens"] and s["turns"] > 0
+        assert s["update_tokens"] >= s["loss_tokens"] == s["generated_tokens"]
+        assert 0 < s["rollout_s"] + s["update_s"] <= s["wall_s"] and s["sync_logprob_gap"] < 0.05
+    learner = report["pieces"]["learner"]
+    assert learner["attention"].startswith("prefix tree: sdpa") and learner["peak_rss_gb"] > 0
+    assert report["pieces"]["engine:actor"]["kv_cache"] is None  # the HF engine's cache is per call
+    p, m, walls = report["projection"], report["measured"], [s["wall_s"] for s in report["steps"]]
+    assert p["steps"] == 3 and p["step_s"] == pytest.approx(walls[1], abs=0.01)
+    assert p["total_s"] == pytest.approx(m["startup_s"] + sum(walls) + walls[1] + 3 * m["save_s"] + m["close_s"], abs=0.5)
+    assert "projected full run (3 steps" in r.stdout and report["versions"]["torch"]
