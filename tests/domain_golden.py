@@ -40,7 +40,8 @@ def play(seed: int, style: str, cues: bool) -> dict:
     from aac.rewards.terms import judgment_kind
 
     rng = random.Random(seed)
-    cfg = ProtocolConfig(max_steps=14, max_calls=5, history_window=3, prompt_style=style, answer_cues=cues)
+    cfg = ProtocolConfig(max_steps=14, max_calls=5, history_window=3, prompt_style=style, answer_cues=cues,
+                         prompt_layout="per_turn")  # the golden prompts of each style as first recorded
     episode = Episode(Instance.from_row(ROW, 0), cfg)
     prompts, steps = [], []
     while not episode.done:
