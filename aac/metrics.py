@@ -65,6 +65,8 @@ def rollout_metrics(batch: RolloutBatch, stop_threshold: float) -> dict[str, flo
     for k, v in batch.critic_counts.items():  # this step's counts and rates, merged over workers
         m[f"critic/{k}"] = float(v)
     m["rollout/generated_tokens"] = float(batch.generated_tokens)
+    m["rollout/turns"] = float(sum(len(ep.turns) for ep in eps))
+    m["rollout/prompt_tokens"] = float(sum(len(t.prompt_ids) for ep in eps for t in ep.turns))
     m["rollout/engine_calls"] = float(batch.engine_calls)
     m["rollout/idle_slots_per_call"] = batch.idle_slots / batch.engine_calls if batch.engine_calls else 0.0
     return m

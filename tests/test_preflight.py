@@ -48,11 +48,14 @@ def test_preflight_refuses_a_vllm_outside_the_range_in_one_line(run_module, tmp_
 
 def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, tmp_path):
     out = tmp_path / "run"
-    r = run_module("aac.preflight", "+recipe=tiny", "rollout.placement=local", "preflight.steps=2", f"out_dir={out}")
+    # one step off-policy, as the GPU recipes run: step 2's rollout ran during step 1's update
+    r = run_module("aac.preflight", "+recipe=tiny", "rollout.placement=local", "preflight.steps=2",
+                   "rollout.max_off_policy_steps=1", f"out_dir={out}")
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((out / "preflight.json").read_text())
     assert report["total_steps"] == 3 and len(report["steps"]) == 2
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2  # the Trainer's own steps
+    assert [s["off_policy_lag"] for s in report["steps"]] == [0, 1]
     for s in report["steps"]:
         assert s["generated_tokens"] > 0 and s["prompt_tokens"] > s["generated_tokens"] and s["turns"] > 0
         assert s["update_tokens"] >= s["loss_tokens"] == s["generated_tokens"]

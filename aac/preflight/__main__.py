@@ -30,28 +30,16 @@ from aac.training import Trainer
 log = logging.getLogger("aac.preflight")
 
 
-class _Measuring(Trainer):
-    """The Trainer, keeping each step's rollout batch (for its prompt tokens)."""
-
-    batch: Any = None
-
-    def rollout(self, *args: Any, **kwargs: Any) -> Any:
-        batch = super().rollout(*args, **kwargs)
-        if not kwargs.get("protocol"):  # a held-out evaluation's batch is not a training step's
-            self.batch = batch
-        return batch
-
-
 def _uses_vllm(cfg: Any) -> bool:
     return "vllm" in {str(k) for k in (cfg.rollout.engine, cfg.critic.backend, cfg.eval.engine, cfg.eval.judge_engine)}
 
 
-def _step_row(m: dict[str, Any], batch: Any, wall_s: float) -> dict[str, Any]:
-    prompt = sum(len(t.prompt_ids) for ep in batch.episodes for t in ep.turns)
+def _step_row(m: dict[str, Any], wall_s: float) -> dict[str, Any]:
     generated = int(m["rollout/generated_tokens"])
     row = {"wall_s": round(wall_s, 2), **{k[5:]: round(v, 2) for k, v in m.items() if k.startswith("time/")},
-           "turns": sum(len(ep.turns) for ep in batch.episodes), "generated_tokens": generated,
-           "prompt_tokens": prompt, "update_tokens": m.get("update/tokens"), "loss_tokens": m.get("update/loss_tokens"),
+           "turns": int(m["rollout/turns"]), "generated_tokens": generated, "prompt_tokens": int(m["rollout/prompt_tokens"]),
+           "update_tokens": m.get("update/tokens"), "loss_tokens": m.get("update/loss_tokens"),
+           "off_policy_lag": m.get("offpolicy/lag"),  # 1: this step's rollout ran during the previous update
            "sync_logprob_gap": None if m.get("sync/logprob_gap") is None else float(f"{m['sync/logprob_gap']:.3g}"),
            "update_skipped": bool(m.get("update/skipped"))}  # all advantages zero: no forward ran
     row["update_tokens_per_generated"] = round(row["update_tokens"] / generated, 2) if generated and row["update_tokens"] else None
@@ -80,7 +68,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
             raise SystemExit(f"aac.preflight: {e}") from None
     out_dir = output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = _Measuring(cfg, out_dir)
+    trainer = Trainer(cfg, out_dir)
     report: dict[str, Any] = {"recipe": cfg.recipe_name, "model": cfg.model.name, "versions": versions,
                               "total_steps": trainer.total_steps, "steps": []}
     try:
@@ -92,7 +80,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
             trainer.step += 1
             trainer.metrics.write(trainer.step, m)
             walls.append(time.perf_counter() - t0)
-            report["steps"].append(_step_row(m, trainer.batch, walls[-1]))
+            report["steps"].append(_step_row(m, walls[-1]))
             log.info("preflight step %d: %s", trainer.step, report["steps"][-1])
         t0 = time.perf_counter()
         trainer.save()
@@ -121,11 +109,12 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
 def _print(r: dict[str, Any], path: Path) -> None:
     p = r["projection"]
     print(f"\npreflight of {r['recipe']} ({r['model']}): {len(r['steps'])} of {r['total_steps']} steps measured")
-    print("| step | wall s | rollout s (generation, critic) | update s | sync s | turns | generated | prompt | "
-          "update tokens (per generated) | sync gap |")
+    print("| step | wall s | rollout s (generation, critic) | update s | rollout-ahead wait s | sync s | turns | "
+          "generated | prompt | update tokens (per generated) | sync gap |")
     for i, s in enumerate(r["steps"], 1):
         print(f"| {i} | {s['wall_s']} | {s.get('rollout_s')} ({s.get('generation_s')}, {s.get('critic_s')}) | "
-              f"{s.get('update_s')} | {s.get('sync_s')} | {s['turns']} | {s['generated_tokens']} | {s['prompt_tokens']} | "
+              f"{s.get('update_s')} | {s.get('rollout_ahead_wait_s')} | {s.get('sync_s')} | {s['turns']} | "
+              f"{s['generated_tokens']} | {s['prompt_tokens']} | "
               f"{s['update_tokens']} ({s['update_tokens_per_generated']}) | {s['sync_logprob_gap']} |")
     for name, piece in r.get("pieces", {}).items():
         extra = {k: v for k, v in piece.items() if k not in ("pid",)}
