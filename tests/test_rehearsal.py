@@ -34,6 +34,7 @@ def test_the_flagship_recipe_runs_on_cpu_with_its_shape_precision_and_placement(
     r, learner = cfg.rollout, cfg.learner
     assert (learner.dtype, learner.zero_stage, learner.gradient_checkpointing, learner.lr) == ("bfloat16", 2, True, 1e-6)
     assert (r.engine, r.placement, r.num_gpus, learner.num_gpus, cfg.model.dtype) == ("vllm", "ray", 1, 1, "bfloat16")
+    assert (r.max_off_policy_steps, r.critic_overlap) == (1, True)  # the flagship's pipeline
     os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # unix socket paths < 108 B
     ray.shutdown()
     start_ray(num_cpus=2, num_gpus=2, threads=1)
@@ -66,6 +67,7 @@ def test_the_flagship_recipe_runs_on_cpu_with_its_shape_precision_and_placement(
         ray.shutdown()
     rows = read(tmp_path / "metrics.jsonl")
     assert [row["step"] for row in rows] == [1, 2] and rows[-1]["adapter_version"] == 2
+    assert [row["offpolicy/lag"] for row in rows] == [0, 1]  # step 2 was generated during step 1's update
     for row in rows:  # the served adapter checked each step against the bf16 learner
         assert row["sync/probe_tokens"] > 0 and row["sync/logprob_gap"] < 0.5
         assert row["rollout/generated_tokens"] > 0 and row["update/tokens"] >= row["update/loss_tokens"] > 0
