@@ -50,7 +50,8 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
     out = tmp_path / "run"
     # one step off-policy, as the GPU recipes run: step 2's rollout ran during step 1's update
     r = run_module("aac.preflight", "+recipe=tiny", "rollout.placement=local", "preflight.steps=2",
-                   "rollout.max_off_policy_steps=1", f"out_dir={out}")
+                   "rollout.max_off_policy_steps=1", f"out_dir={out}",
+                   "rewards.tau_reason=1", "rewards.tau_reflect=1")  # replies' lengths differ: updates run
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((out / "preflight.json").read_text())
     assert report["total_steps"] == 3 and len(report["steps"]) == 2
@@ -58,7 +59,9 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
     assert [s["off_policy_lag"] for s in report["steps"]] == [0, 1]
     for s in report["steps"]:
         assert s["generated_tokens"] > 0 and s["prompt_tokens"] > s["generated_tokens"] and s["turns"] > 0
-        assert s["update_tokens"] >= s["loss_tokens"] == s["generated_tokens"]
+        assert not s["update_skipped"] and s["loss_tokens"] == s["generated_tokens"]
+        # the prefix tree computes a group's shared prompts once: fewer tokens than prompts + replies
+        assert s["loss_tokens"] < s["update_tokens"] < s["prompt_tokens"] + s["generated_tokens"]
         assert 0 < s["rollout_s"] + s["update_s"] <= s["wall_s"] and s["sync_logprob_gap"] < 0.05
     learner = report["pieces"]["learner"]
     assert learner["attention"].startswith("prefix tree: sdpa") and learner["peak_rss_gb"] > 0
