@@ -12,6 +12,7 @@ import pytest
 
 from aac.config import compose
 from aac.metrics import read
+from aac.preflight.pieces import engine_report, inside
 from aac.training import Trainer
 
 FLAGSHIP_ON_CPU = ("+recipe=qwen3_8b", "model=tiny_qwen3_gqa", "env.data=builtin:humaneval", "env.limit=4",
@@ -50,6 +51,8 @@ def test_the_flagship_recipe_runs_on_cpu_with_its_shape_precision_and_placement(
                 return ray.get(actor.__ray_call__.remote(lambda self: os.environ.get("CUDA_VISIBLE_DEVICES")))
 
             assert visible(host.actor) != visible(trainer.learner.actor)  # a GPU each
+            kv = inside(host.actor, engine_report)["kv_cache"]  # what aac.preflight reports of the engine
+            assert kv["tokens"] >= cfg.model.max_model_len and kv["gb"] > 0
 
             def learner_shape(lr):
                 import torch
