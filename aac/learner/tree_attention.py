@@ -16,13 +16,16 @@ copy of the row's keys and values, groups times, per layer), and the memory-effi
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch.nn.functional import scaled_dot_product_attention
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 PREFIX = "prefix_tree+"
 
@@ -59,7 +62,7 @@ def _heads(key: torch.Tensor, value: torch.Tensor, groups: int) -> tuple[torch.T
     return key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
 
 
-def kernel_in_use(config: Any, device: torch.device, dtype: torch.dtype, length: int = 256) -> str:
+def kernel_in_use(config: PretrainedConfig, device: torch.device, dtype: torch.dtype, length: int = 256) -> str:
     """The sdpa kernel a prefix-tree segment of `length` tokens runs for `config`'s heads on `device`,
     and how grouped heads reach it."""
     from torch.nn.attention import SDPBackend

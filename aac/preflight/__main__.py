@@ -20,7 +20,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from aac.cli import output_dir, run_hydra
-from aac.config import validate
+from aac.config import TrainConfig, validate
 from aac.preflight.pieces import engine_report, inside, learner_report
 from aac.preflight.projection import Measured, project
 from aac.preflight.versions import VersionError, check_vllm, installed
@@ -30,7 +30,7 @@ from aac.training import Trainer
 log = logging.getLogger("aac.preflight")
 
 
-def _uses_vllm(cfg: Any) -> bool:
+def _uses_vllm(cfg: TrainConfig) -> bool:
     return "vllm" in {str(k) for k in (cfg.rollout.engine, cfg.critic.backend, cfg.eval.engine, cfg.eval.judge_engine)}
 
 

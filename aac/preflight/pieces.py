@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
+
+if TYPE_CHECKING:
+    from aac.learner.learner import Learner
+
+T = TypeVar("T")
 
 GiB = 2**30
 
 
-def inside(handle: Any, fn: Any) -> Any:
+def inside(handle: object, fn: Callable[[Any], T]) -> T:
     """`fn(obj)` run where the piece lives: in its Ray actor (`handle` is an actor handle) or here."""
     if hasattr(handle, "__ray_call__"):
         import ray
@@ -19,7 +25,7 @@ def inside(handle: Any, fn: Any) -> Any:
     return fn(handle)
 
 
-def memory(_: Any = None) -> dict[str, Any]:
+def memory(_: object = None) -> dict[str, Any]:
     """This process's peak resident memory and, on a GPU, the peak torch allocated on it and what the
     device holds in all (vLLM's KV cache included)."""
     import torch
@@ -32,7 +38,7 @@ def memory(_: Any = None) -> dict[str, Any]:
     return out
 
 
-def kv_cache(engine: Any) -> Optional[dict[str, Any]]:
+def kv_cache(engine: object) -> Optional[dict[str, Any]]:
     """A vLLM engine's KV cache: its blocks, the tokens they hold and their size; None for other engines
     (HF generate grows a cache per call, an endpoint's is not ours to see)."""
     engine = getattr(engine, "engine", engine)  # an EngineHost serves its engine
@@ -53,12 +59,12 @@ def kv_cache(engine: Any) -> Optional[dict[str, Any]]:
             "max_model_len": model.max_model_len}
 
 
-def engine_report(engine: Any) -> dict[str, Any]:
+def engine_report(engine: object) -> dict[str, Any]:
     """Memory and KV cache of the engine (an EngineHost's or a local engine) in its process."""
     return {**memory(), "kv_cache": kv_cache(engine), "kind": getattr(getattr(engine, "engine", engine), "kind", "?")}
 
 
-def learner_report(learner: Any) -> dict[str, Any]:
+def learner_report(learner: Learner) -> dict[str, Any]:
     """Memory of the learner's process and the attention kernel its update runs."""
     from aac.learner.tree_attention import kernel_in_use
 
