@@ -37,12 +37,20 @@ def _ray_processes(root: psutil.Process) -> list[psutil.Process]:
     return [p for p in root.children(recursive=True) if p.name() in ("gcs_server", "raylet")]
 
 
+def _one_auth_mode(monkeypatch) -> None:
+    """The auth mode the nodes started here get is the one this process already runs with: Ray keeps
+    the mode of its first `ray.init` for the life of the process (an earlier test's private Ray sets
+    RAY_AUTH_MODE=token), and a driver whose mode differs from its cluster's sees every actor cancelled.
+    No Ray yet in this process: token auth off on both sides, which would otherwise pick their own."""
+    monkeypatch.setenv("RAY_AUTH_MODE", os.environ.get("RAY_AUTH_MODE", "disabled"))
+
+
 @pytest.fixture
 def ray_head(monkeypatch):
     """A local Ray head of this test's own (`ray start --head --block` in a process group of its own,
-    private temp dir, free port); stopped by killing that group, never with `ray stop`. Token auth off
-    on both sides: the head and this driver would otherwise each pick their own default."""
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    private temp dir, free port); stopped by killing that group, never with `ray stop`. The head and
+    this driver share one auth mode (`_one_auth_mode`)."""
+    _one_auth_mode(monkeypatch)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     port = _free_port()
     tmp = tempfile.mkdtemp(prefix="rayh", dir="/tmp")  # unix socket paths < 108 B
@@ -138,7 +146,7 @@ def fake_gpu_cluster(monkeypatch):
     import ray
     from ray.cluster_utils import Cluster
 
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    _one_auth_mode(monkeypatch)
     monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="rayc", dir="/tmp"))  # unix socket paths < 108 B
     ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 4})
