@@ -1,4 +1,5 @@
-# Two commands on a fresh machine: `make demo` (train on the embedded default) and `make test`.
+# Two commands on a fresh machine: `make demo` (train on the embedded default, then compare the tuned
+# adapter with its base model; ARGS=... adds training overrides) and `make test`.
 # Each creates .venv, installs pinned versions, prepares models/data once, then runs.
 # On a machine with an NVIDIA driver (nvidia-smi) the install is `install-gpu`: the `gpu` extra (vLLM, torch
 # and transformers at the versions the engine code is written for) instead of the CPU build; GPU=0 or
@@ -59,8 +60,13 @@ prepare: install
 data: install
 	$(PY) -m aac.prepare pau_like $(if $(DESCRIBE),--describe-with $(DESCRIBE))
 
+# train (the default recipe), then the tuned adapter beside its base model on held-out functions
+ifndef DEMO_OUT
+DEMO_OUT := runs/demo-$(shell date +%Y%m%d-%H%M%S)
+endif
 demo: prepare
-	$(PY) -m aac.train
+	$(PY) -m aac.train out_dir=$(DEMO_OUT) $(ARGS)
+	$(PY) -m aac.eval.side_by_side $(DEMO_OUT)
 
 # SkyRL's environment installs (mostly downloads and unpacking) while the main suite runs; its tests follow
 test: prepare

@@ -9,7 +9,7 @@ here; no piece reads a sibling's section or builds its own collaborator.
 - the critic's engine: `critic_engine`; the critic itself where its worker lives (`PlacedRolloutWorker`);
 - the learner (`build_learner`), in a Ray actor that asks for `learner.num_gpus`, or here;
 - rollout workers, each with its own sandbox pool and critic, built in the worker's process;
-- the driver's sandbox pool and the scorers (judge, code match), on first use;
+- the driver's sandbox pool and the scorers (judge, code match, informative calls), on first use;
 - the protocols of training and of held-out episodes.
 """
 
@@ -44,6 +44,7 @@ from aac.placement import (
 from aac.rollout.workers import RolloutWorker
 
 if TYPE_CHECKING:
+    from aac.critic.coverage import CoverageInformativeness
     from aac.engines import Engine
     from aac.sandbox import SandboxPool
     from aac.scorers.codematch import CodeMatcher
@@ -116,6 +117,7 @@ class Run:
     workers: list[Placed] = field(default_factory=list)
     _pool: Optional[SandboxPool] = None
     _scorers: Optional[tuple[Judge | LogprobJudge, CodeMatcher]] = None
+    _coverage: Optional[CoverageInformativeness] = None
 
     @property
     def pool(self) -> SandboxPool:
@@ -149,6 +151,18 @@ class Run:
         """Every placed piece: the engine hosts, the learner, the rollout workers."""
         return [*self.engines.hosts(), *(self.learner.members() if self.learner is not None else []), *self.workers]
 
+    def informative_calls(self) -> CoverageInformativeness:
+        """The coverage critic's rule on the driver's pool: what counts an eval episode's informative calls
+        (aac/eval/informative.py), measured as `critic.informativeness=coverage` measures plans."""
+        if self._coverage is None:
+            from aac.critic.coverage import CoverageInformativeness
+
+            c = self.cfg.critic
+            self._coverage = CoverageInformativeness(sandbox_caller(self.pool, spread_list=self.cfg.env.spread_list_args),
+                                                     output_weight=c.coverage_output_weight,
+                                                     call_timeout_s=c.coverage_call_timeout_s)
+        return self._coverage
+
     def rebuild_dead(self) -> list[str]:
         """Rebuild every piece whose Ray actor died (none in-process); the names of those rebuilt. A
         rebuilt engine takes every rollout worker with it: a worker holds a copy of the engine's proxy."""
@@ -173,6 +187,8 @@ class Run:
     def close(self) -> None:
         for w in self.workers:
             w.close()
+        if self._coverage is not None:
+            self._coverage.close()
         if self._pool is not None:
             self._pool.close()
         if self.learner is not None:

@@ -194,6 +194,11 @@ class RewardConfig:
     timeout_penalty: float = -1.0  # reward of the step that hits T_max
     t_max: int = "${env.max_steps}"  # type: ignore[assignment]  # in lambda_h / (2 T_max)
     info_budget: float = 1.0  # aac_potential: the most an episode's plans earn for informativeness, in all
+    # leave out every term that reads the critic's hypothesis score (the hypothesis term and the stop
+    # bonus/penalty; the critic is not asked): for a critic whose report card is at chance, whose
+    # scores would only add noise to the terms the sandbox verifies (format, calls, coverage
+    # informativeness under critic.informativeness=coverage, length, timeout). Off in the paper's setting
+    mask_hypothesis: bool = False
     advantage: Advantage = Advantage.turn
     w_step: float = 1.0  # weight of the per-phase step advantage (turn)
     eps: float = 1e-6
@@ -331,6 +336,10 @@ class EvalConfig:
     limit: Optional[int] = None
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
     checkpoint: Optional[str] = None
+    # a training run's folder whose protocol the eval plays (model, prompts, per-turn token budgets and stop
+    # strings, from its saved config: aac/eval/run_protocol.py), e.g. the base model under a tuned run's;
+    # None: the run that `checkpoint` lies in, if any. Keys set on the command line win (warned)
+    protocol_from: Optional[str] = None
     engine: Optional[EngineKind] = None  # None: rollout.engine
     # none: the ordinary actor (DISTILL's teacher is any model played so) | answer_aware: the gold
     # description and source in every prompt (the CodeARC-SFT teacher, aac/env/teacher.py); its
@@ -357,6 +366,9 @@ class EvalConfig:
     # also code-match from the gold description: the per-instance upper bound (web: always, beside the
     # intent-only row)
     gold: bool = False
+    # false: no coder and no code match (scores hold the judge's rating and informative calls only): the
+    # coder's decode is most of the scoring time, and make demo's closing table does not show it
+    code_match: bool = True
     score: bool = True  # false: only play the episodes (score later by rerunning with true)
     name: Optional[str] = None  # label of the run in reports and comparisons
     bootstrap_resamples: int = 10000
@@ -564,6 +576,11 @@ def validate(cfg: Any) -> None:
             check_literals(cfg.env.input_literals)
         except ValueError as e:
             raise ConfigError(str(e)) from None
+    if cfg.eval.gold and not cfg.eval.code_match:
+        raise ConfigError("eval.gold=true code-matches the gold description: it needs eval.code_match=true")
+    if cfg.rewards.mask_hypothesis and cfg.rewards.schedule == "final":
+        raise ConfigError("rewards.mask_hypothesis=true leaves rewards.schedule=final only its timeout penalty: "
+                          "pick another schedule or rewards.mask_hypothesis=false")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

@@ -53,7 +53,9 @@ def rollout_metrics(batch: RolloutBatch, stop_threshold: float) -> dict[str, flo
         for ep in eps
         if ep.concluded and ep.turns
     ]
-    m["episode/premature_stop_pct"] = 100 * (sum(premature) / len(eps)) if eps else float("nan")
+    # none judged (rewards.mask_hypothesis): unknown, not 0
+    judged = any(t.judged == "hypothesis" for ep in eps for t in ep.turns)
+    m["episode/premature_stop_pct"] = 100 * (sum(premature) / len(eps)) if eps and judged else float("nan")
     # what a stop was based on: the plans' informativeness summed per concluded episode (with the
     # scripted critic, 0/1 scores: the number of informative calls before stopping)
     m["episode/informativeness_at_stop_mean"] = _mean(

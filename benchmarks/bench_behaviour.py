@@ -120,7 +120,6 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
     torch.set_num_threads(1)  # a 150K-parameter model: threads only add overhead
     from aac.config import compose
     from aac.engines.constrained import MatcherCache
-    from aac.metrics import read
     from aac.training import Trainer
 
     class BehaviourTrainer(Trainer):
@@ -149,7 +148,13 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
             m["format_errors"] = sum(m.get(f"parse_fail/{p}_rate") or 0.0 for p in ("reasoning", "input", "reflect"))
             return m
 
-    trainer = BehaviourTrainer(compose("+recipe=tiny", *overrides), out)
+    return train_and_read(BehaviourTrainer(compose("+recipe=tiny", *overrides), out), out)
+
+
+def train_and_read(trainer, out: Path) -> list[dict]:
+    """Run `trainer` to its end, close it, and return the rows of its metrics.jsonl in `out`."""
+    from aac.metrics import read
+
     try:
         trainer.run()
     finally:
@@ -157,14 +162,15 @@ def run_one(job: tuple[list[str], Path]) -> list[dict]:
     return read(out / "metrics.jsonl")
 
 
-def plot(results: dict, path: Path) -> None:
+def plot(results: dict, path: Path, metrics: dict = METRICS, grid: tuple[int, int] = (3, 4)) -> None:
+    """One panel per metric: each run family's mean over seeds, and its min-max band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(3, 4, figsize=(18, 10))
-    for ax, (key, label) in zip(axes.flat, METRICS.items()):
+    fig, axes = plt.subplots(*grid, figsize=(4.5 * grid[1], 3.3 * grid[0]))
+    for ax, (key, label) in zip(axes.flat, metrics.items()):
         for name, runs in results.items():
             curves = np.array([[np.nan if r.get(key) is None else r[key] for r in rows] for rows in runs.values()])
             x = np.arange(1, curves.shape[1] + 1)
@@ -172,7 +178,7 @@ def plot(results: dict, path: Path) -> None:
             ax.fill_between(x, np.nanmin(curves, 0), np.nanmax(curves, 0), color=line.get_color(), alpha=0.2)
         ax.set_title(label)
         ax.set_xlabel("step")
-    for ax in axes.flat[len(METRICS):]:
+    for ax in axes.flat[len(metrics):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()

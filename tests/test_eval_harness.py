@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from test_eval_runner import PAU_ROWS, write_rows
 
-from aac.config import compose
+from aac.config import ConfigError, compose
 from aac.eval import records
 from aac.eval.config import rewrite_aliases
 from aac.eval.harness import EvalError, evaluate
@@ -84,3 +84,22 @@ def test_aac_eval_writes_under_the_hydra_run_dir(tmp_path, endpoint, run_module)
                      timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert (tmp_path / "here" / records.REPORT_MD).exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_code_match_off_asks_no_coder_and_reports_none(tmp_path, endpoint):
+    """`eval.code_match=false` (make demo's closing table): the judge and the informative calls only."""
+    data = write_rows(tmp_path / "test.jsonl")
+    args = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
+            "split=test", "logging.progress=false", "env.sandbox.workers=1", "eval.code_match=false"]
+    CALLS.clear()
+    rep = evaluate(_cfg(*args, f"out_dir={tmp_path / 'off'}"))
+    assert not any("programmer" in c["messages"][0]["content"] for c in CALLS) and len(CALLS) == 3 * 3 + 3
+    assert rep["description_score"]["mean"] == 4 and rep["code_match"]["mean"] != rep["code_match"]["mean"]  # nan
+    scores = records.read_jsonl(tmp_path / "off" / records.SCORES)
+    assert all("code_match" not in s and s["informative_calls"] == 1 for s in scores)  # one new call each
+    from aac.eval.compare import compare
+
+    result = compare([tmp_path / "off", tmp_path / "off"], resamples=100)
+    assert result["pvalues"][0]["code_match_p"] is None and result["pvalues"][0]["score_p"] == 0.5
+    with pytest.raises(ConfigError, match="eval.gold=true .* needs eval.code_match=true"):
+        _cfg(*args, "gold=true")

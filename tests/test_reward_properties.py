@@ -286,3 +286,40 @@ def test_timeout_without_reflect_turns_lands_on_the_last_step():
     c = cfg(**DEFAULT, t_max=2)
     steps = build([], t_max=2)
     assert episode_rewards(steps, [0.4, None], c) == pytest.approx([0.4 / 1, 2 / 4 - 1])
+
+
+# ------------------------------------------------------------------ rewards.mask_hypothesis (a critic at chance)
+
+
+@pytest.mark.parametrize("schedule", ["aac_potential", "aac"])
+def test_mask_hypothesis_pays_only_what_the_sandbox_verifies(schedule):
+    """Masked, no reflect turn asks the critic, so the decision and the hypothesis score change nothing;
+    format, calls, informativeness and the timeout still pay (the same episode as test_aac_potential_by_hand)."""
+    paid, masked = cfg(schedule=schedule), cfg(schedule=schedule, mask_hypothesis=True)
+    steps = [reasoning(index=0), input_step(index=1, call=RAISED), reflect(index=2, decision=False, parse_ok=False),
+             reasoning(index=3), input_step(index=4, call=OK), reflect(index=5, decision=True, done=True)]
+    assert [judgment_kind(st, masked) for st in steps] == ["informativeness", None, None] * 2
+    scores = [0.7, None, None, 0.2, None, None]
+    per_plan = 1 / 14 if schedule == "aac_potential" else 1.0  # info_budget over ceil(40 / 3) plans | the table's
+    assert episode_rewards(steps, scores, masked) == pytest.approx(
+        [0.7 * per_plan, -0.5, -0.5, 0.2 * per_plan, 0.025, 0.0])
+    # a YES instead of a NO, or any hypothesis score, is the same episode to the masked objective ...
+    went_on = [*steps[:5], reflect(index=5, decision=False)]
+    assert episode_rewards(went_on, scores, masked) == episode_rewards(steps, scores, masked)
+    with pytest.raises(ValueError, match="asks for no critic score"):
+        episode_rewards(steps, [0.7, None, 0.9, 0.2, None, 0.1], masked)
+    # ... while paid, a premature stop costs lambda_h on its turn
+    judged = [0.7, None, 0.3, 0.2, None, 0.6]
+    assert episode_rewards(steps, judged, paid)[-1] < episode_rewards(went_on, judged, paid)[-1] - 1.0
+    # the timeout still lands on the NO decisions that ran out the clock
+    timed = build([], t_max=6)
+    assert sum(episode_rewards(timed, [0.0 if judgment_kind(st, masked) else None for st in timed], masked)) \
+        == pytest.approx(2 * 0.025 - 1.0)
+
+
+def test_mask_hypothesis_needs_a_schedule_with_other_terms():
+    from aac.config import ConfigError, compose
+
+    assert compose("rewards.mask_hypothesis=true").rewards.mask_hypothesis is True
+    with pytest.raises(ConfigError, match="rewards.mask_hypothesis=true leaves rewards.schedule=final"):
+        compose("rewards=final", "rewards.mask_hypothesis=true")

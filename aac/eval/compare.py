@@ -34,10 +34,12 @@ def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 
         eps = [e for e in eps if e["uid"] in keep]
         runs.append({"name": name, "dir": str(d), "mode": ident.get("mode"), **summarize(ident, eps, scores)})
         score_by.append({u: scores[u]["judge"]["score"] for u in common})
-        code_by.append({u: scores[u]["code_match"]["score"] for u in common})
+        code_by.append({u: scores[u].get("code_match", {}).get("score") for u in common})
     # description scores only where every run has one (rows without a gold description have none)
     judged = [u for u in common if all(s[u] is not None for s in score_by)]
     score_by = [{u: s[u] for u in judged} for s in score_by]
+    coded = [u for u in common if all(c[u] is not None for c in code_by)]  # eval.code_match=false: none
+    code_by = [{u: c[u] for u in coded} for c in code_by]
     best_score, best_code = per_instance_max(score_by), per_instance_max(code_by)
     mean, std = mean_std(list(best_score.values()))
     pvalues = []
@@ -46,8 +48,8 @@ def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 
             "a": names[i], "b": names[j],
             "score_p": paired_bootstrap([score_by[i][u] for u in judged], [score_by[j][u] for u in judged],
                                         resamples=resamples, seed=seed),
-            "code_match_p": paired_bootstrap([code_by[i][u] for u in common], [code_by[j][u] for u in common],
-                                             resamples=resamples, seed=seed),
+            "code_match_p": paired_bootstrap([code_by[i][u] for u in coded], [code_by[j][u] for u in coded],
+                                             resamples=resamples, seed=seed) if coded else None,
         })
     return {
         "n_common": len(common),
@@ -59,31 +61,32 @@ def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 
                                "pct_eq_1": pct([v >= 1 for v in best_code.values()])}},
         "pvalues": pvalues,
         "per_instance": {"uids": common, "score": {n: [s.get(u) for u in common] for n, s in zip(names, score_by)},
-                         "code_match": {n: [c[u] for u in common] for n, c in zip(names, code_by)},
+                         "code_match": {n: [c.get(u) for u in common] for n, c in zip(names, code_by)},
                          "score_max": [best_score.get(u) for u in common],
-                         "code_match_max": [best_code[u] for u in common]},
+                         "code_match_max": [best_code.get(u) for u in common]},
     }
 
 
 def render_markdown(result: dict) -> str:
     lines = [f"# PAU comparison on {result['n_common']} common instances", "",
-             "| run | mode | score | ≥ 3 | code match | = 1 | ≥ 0.5 | queries | concluded | format err |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| run | mode | score | ≥ 3 | code match | = 1 | ≥ 0.5 | queries | informative | concluded | format err |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         ds, cm = r["description_score"], r["code_match"]
         lines.append(f"| {r['name']} | {r['mode'] or ''} | {fmt(ds['mean'])} ± {fmt(ds['std'])} | "
                      f"{fmt(ds['pct_ge_3'], 1)} % | {fmt(100 * cm['mean'], 2)} % | {fmt(cm['pct_eq_1'], 1)} % | "
-                     f"{fmt(cm['pct_ge_0_5'], 1)} % | {fmt(r['queries_mean'])} | {fmt(r['concluded_pct'], 1)} % | "
+                     f"{fmt(cm['pct_ge_0_5'], 1)} % | {fmt(r['queries_mean'])} | {fmt(r['informative_calls_mean'])} | "
+                     f"{fmt(r['concluded_pct'], 1)} % | "
                      f"{fmt(100 * r['format_error_rate'], 1)} % |")
     mx = result["max"]
     lines.append(f"| **MAX** (per instance) | | {fmt(mx['description_score']['mean'])} ± "
                  f"{fmt(mx['description_score']['std'])} | {fmt(mx['description_score']['pct_ge_3'], 1)} % | "
-                 f"{fmt(100 * mx['code_match']['mean'], 2)} % | {fmt(mx['code_match']['pct_eq_1'], 1)} % | | | | |")
+                 f"{fmt(100 * mx['code_match']['mean'], 2)} % | {fmt(mx['code_match']['pct_eq_1'], 1)} % | | | | | |")
     if result["pvalues"]:
         lines += ["", f"Paired bootstrap ({result['resamples']:,} resamples): one-sided p-value that A is not "
                   "better than B (small: A is better; near 1: B is better).", "",
                   "| A | B | p (score) | p (code match) |", "|---|---|---|---|"]
-        lines += [f"| {p['a']} | {p['b']} | {p['score_p']:.4f} | {p['code_match_p']:.4f} |"
+        lines += [f"| {p['a']} | {p['b']} | {fmt(p['score_p'], 4)} | {fmt(p['code_match_p'], 4)} |"
                   for p in result["pvalues"]]
     return "\n".join(lines) + "\n"
 

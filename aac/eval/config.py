@@ -9,7 +9,8 @@ from __future__ import annotations
 # command-line short forms of `python -m aac.eval`
 ALIASES = {"mode": "eval.mode", "data": "eval.data", "split": "eval.split", "limit": "eval.limit",
            "checkpoint": "eval.checkpoint", "engine": "eval.engine", "judge": "eval.judge_model",
-           "coder": "eval.coder_model", "gold": "eval.gold", "name": "eval.name"}
+           "coder": "eval.coder_model", "gold": "eval.gold", "name": "eval.name",
+           "protocol_from": "eval.protocol_from"}
 
 
 def rewrite_aliases(argv: list[str]) -> list[str]:

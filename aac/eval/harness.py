@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from aac.assembly import Run, build_run, eval_protocol
@@ -110,7 +111,7 @@ def play(cfg: TrainConfig, instances: list, run_dir: Path, run: Run, adapter: Pa
                       cfg.rollout.top_p, teacher_prompts(e.teacher), phase_budgets(e), phase_stops(e))
     teacher = {} if e.teacher == "none" else {"teacher": str(e.teacher)}  # marks a teacher's episodes
     t0 = time.perf_counter()
-    with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress) as advance:
+    with bar(len(todo), f"{e.mode} episodes", enabled=cfg.logging.progress, log=log, unit="episodes") as advance:
         def save(recs: list[dict]) -> None:
             records.append_jsonl(path, [{**r, **teacher} for r in recs])
 
@@ -137,22 +138,32 @@ def score(cfg: TrainConfig, instances: list, run_dir: Path, run: Run) -> None:
     if not todo:
         return
     judge, matcher = run.scorers()
+    matcher = matcher if e.code_match else None
     t0 = time.perf_counter()
-    with bar(len(todo), "scoring", enabled=cfg.logging.progress) as advance:
-        score_episodes(todo, by_uid, judge, matcher, gold=e.gold or bool(matcher.reference_rows), batch_size=e.batch_size,
-                       on_done=lambda recs: records.append_jsonl(path, recs), progress=advance)
+    with bar(len(todo), "scoring", enabled=cfg.logging.progress, log=log, unit="episodes") as advance:
+        score_episodes(todo, by_uid, judge, matcher, gold=matcher is not None and (e.gold or bool(matcher.reference_rows)),
+                       batch_size=e.batch_size, on_done=lambda recs: records.append_jsonl(path, recs), progress=advance,
+                       coverage=run.informative_calls())
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
 
-def evaluate(cfg: TrainConfig) -> dict:
-    """Run the harness described by a composed `eval_config`; returns the report (also in out_dir)."""
-    from aac.datasets import load_instances
+def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None) -> dict:
+    """Run the harness described by a composed `eval_config`; returns the report (also in out_dir).
 
+    A checkpoint of a training run (or `eval.protocol_from`) plays that run's protocol except where
+    `overrides` (the command line's, by default) set a key (aac/eval/run_protocol.py)."""
+    from aac.datasets import load_instances
+    from aac.eval.run_protocol import apply_run_protocol, hydra_overrides, log_run_protocol, protocol_run
+
+    adapter = resolve_adapter(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
+    trained = protocol_run(cfg.eval.protocol_from, adapter)
+    if trained is not None:
+        cfg, found = apply_run_protocol(cfg, trained, hydra_overrides() if overrides is None else overrides)
+        log_run_protocol(found)
     validate(cfg)
     e = cfg.eval
     run_dir = output_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
-    adapter = resolve_adapter(e.checkpoint) if e.checkpoint else None
     if adapter is not None and (e.engine or cfg.rollout.engine) == "openai":
         raise EvalError("engine=openai cannot load checkpoint=: serve the adapter with the endpoint "
                         "(vllm serve --lora-modules NAME=PATH) and set rollout.openai.model=NAME")

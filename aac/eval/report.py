@@ -30,8 +30,10 @@ def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
             "judge_unparsable_pct": pct([not s["judge"]["parsed"] for s in judged]),
             "n_without_gold_description": len(scored) - len(judged),
         },
-        "code_match": _code_match_block([s["code_match"]["score"] for s in scored]),
+        "code_match": _code_match_block([s["code_match"]["score"] for s in scored if "code_match" in s]),
         "queries_mean": mean_std([e["num_queries"] for e in episodes])[0],
+        # calls reaching new branch arcs or a new result (aac/eval/informative.py); runs scored before it: none
+        "informative_calls_mean": mean_std([s["informative_calls"] for s in scored if "informative_calls" in s])[0],
         "concluded_pct": pct([e["concluded"] for e in episodes]),
         "format_error_rate": sum(e["format_errors"] for e in episodes) / turns if turns else float("nan"),
         "actor_engine_errors": sum(e.get("engine_errors", 0) for e in episodes),
@@ -101,6 +103,7 @@ def render_markdown(report: dict) -> str:
                      f"{fmt(100 * report['code_match_gold']['mean'], 2)} % |")
     lines += [
         f"| queries per episode | {fmt(report['queries_mean'])} |",
+        f"| informative calls per episode | {fmt(report.get('informative_calls_mean'))} |",
         f"| concluded | {fmt(report['concluded_pct'], 1)} % |",
         f"| format errors per turn | {fmt(100 * report['format_error_rate'], 1)} % |",
         f"| actor replies lost to engine errors | {report['actor_engine_errors']} |",

@@ -23,6 +23,7 @@ from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, Sampli
 from aac.rollout.record import interactive_record
 
 OnDone = Callable[[list[dict]], None]
+Progress = Callable[..., None]  # progress(units done, **counts): aac.progress.bar's advance
 
 
 @dataclass
@@ -68,7 +69,7 @@ def in_context_record(inst: Instance, result: Any, *, elapsed_s: float, max_char
 
 
 def run_in_context(specs: Sequence[EpisodeSpec], actor: ActorSpec, *, batch_size: int, on_done: OnDone,
-                   progress: Callable[[int], None] = lambda n: None) -> None:
+                   progress: Progress = lambda n, **counts: None) -> None:
     for start in range(0, len(specs), batch_size):
         chunk = specs[start: start + batch_size]
         t0 = time.perf_counter()
@@ -77,16 +78,37 @@ def run_in_context(specs: Sequence[EpisodeSpec], actor: ActorSpec, *, batch_size
                                  [s.key for s in chunk])
         dt = (time.perf_counter() - t0) / len(chunk)
         on_done([in_context_record(s.instance, r, elapsed_s=dt) for s, r in zip(chunk, results)])
-        progress(len(chunk))
+        progress(len(chunk), turns=len(chunk), tokens=sum(len(r.token_ids) for r in results))
+
+
+class _Metered:
+    """The actor's engine as the driver sees it, reporting the turns and tokens of every collect to
+    `progress` (progress lines while episodes are still playing)."""
+
+    def __init__(self, engine: Any, progress: Progress):
+        self.engine, self.progress = engine, progress
+
+    def submit(self, requests: list[GenRequest]) -> list[Any]:
+        return self.engine.submit(requests)
+
+    def collect(self, tickets: list[Any]) -> list[tuple[Any, Any]]:
+        got = self.engine.collect(tickets)
+        self.progress(0, turns=len(got), tokens=sum(len(r.token_ids) for _, r in got))
+        return got
 
 
 def run_interactive(specs: Sequence[EpisodeSpec], actor: ActorSpec, protocol: ProtocolConfig, caller: Any, *,
-                    batch_size: int, on_done: OnDone, progress: Callable[[int], None] = lambda n: None) -> None:
-    """The episode driver with `batch_size` episodes live; each finished one is recorded at once."""
+                    batch_size: int, on_done: OnDone, progress: Progress = lambda n, **counts: None) -> None:
+    """The episode driver with `batch_size` episodes live; each finished one is recorded at once.
+    `progress(episodes, **counts)` hears of finished episodes and, as they come, turns, tokens and calls."""
     def done(played: list[PlayedEpisode]) -> None:
         on_done([interactive_record(p) for p in played])
         progress(len(played))
 
-    driver = EpisodeDriver(actor.engine, protocol, caller, actor.sampling, adapter=actor.adapter, seed=actor.seed,
-                           max_live=batch_size, prompt_for=actor.prompt_for)
+    def call(source: str, input_str: str, timeout_s: float) -> Any:
+        progress(0, calls=1)
+        return caller(source, input_str, timeout_s)
+
+    driver = EpisodeDriver(_Metered(actor.engine, progress), protocol, call, actor.sampling, adapter=actor.adapter,
+                           seed=actor.seed, max_live=batch_size, prompt_for=actor.prompt_for)
     driver.play(specs, on_done=done)

@@ -1,12 +1,13 @@
-"""Scoring finished episodes: judge rating and code match, one batch of episodes at a time."""
+"""Scoring finished episodes: judge rating, code match and informative calls, one batch of episodes at a time."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Optional
 
 from aac.env.observation import Observation
+from aac.eval.informative import count_informative
 from aac.scorers.codematch import CodeMatcher, CoderTask
 from aac.scorers.judge import Judge
 
@@ -25,12 +26,16 @@ def intent_only_task(instance) -> CoderTask:
     return replace(coder_task({"observations": []}, instance, ""), header="")
 
 
-def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge, matcher: CodeMatcher | Any,
-                   *, gold: bool, batch_size: int, on_done: Callable[[list[dict]], None],
-                   progress: Callable[[int], None] = lambda n: None) -> None:
-    """Rate each episode's description against the gold one and code-match it. With `gold`, also the
-    reference rows: code match from the gold description on the same observed examples, and, where the
-    matcher has that row (web service calls), from no documentation at all (`code_match_intent_only`)."""
+def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge,
+                   matcher: Optional[CodeMatcher | Any], *, gold: bool, batch_size: int,
+                   on_done: Callable[[list[dict]], None], progress: Callable[..., None] = lambda n, **counts: None,
+                   coverage: Any = None) -> None:
+    """Rate each episode's description against the gold one and code-match it (`matcher` None: no code
+    match). With `gold`, also the reference rows: code match from the gold description on the same
+    observed examples, and, where the matcher has that row (web service calls), from no documentation at
+    all (`code_match_intent_only`). With `coverage` (a `CoverageInformativeness`), count each episode's
+    informative calls (aac/eval/informative.py). `progress(episodes, **counts)` hears of each batch's
+    judge and coder requests as they are done."""
     intent_only = gold and "intent_only" in matcher.reference_rows
     for start in range(0, len(episodes), batch_size):
         chunk = episodes[start: start + batch_size]
@@ -40,18 +45,28 @@ def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], ju
         judged = [k for k, i in enumerate(insts) if i.description]
         rated = iter(judge.rate([(insts[k].header, insts[k].description, chunk[k]["description"]) for k in judged]))
         ratings = [next(rated) if i.description else None for i in insts]
-        matches = matcher.score([coder_task(e, i, e["description"]) for e, i in zip(chunk, insts)])
+        progress(0, **{"judge requests": len(judged)})
+        matches = (matcher.score([coder_task(e, i, e["description"]) for e, i in zip(chunk, insts)])
+                   if matcher is not None else [None] * len(chunk))
         golds = matcher.score([coder_task(e, i, i.description) for e, i in zip(chunk, insts)]) if gold else None
         baselines = matcher.score([intent_only_task(i) for i in insts]) if intent_only else None
+        if matcher is not None:
+            progress(0, **{"coder requests": len(chunk) * (1 + (golds is not None) + (baselines is not None))})
+        informative = [count_informative(e, i, coverage) if coverage is not None else None
+                       for e, i in zip(chunk, insts)]
         out = []
         for k, (e, r, m) in enumerate(zip(chunk, ratings, matches)):
             judge_rec = ({"score": None, "parsed": False, "text": "", "skipped": "no gold description"} if r is None
                          else {"score": r.score, "parsed": r.parsed, "text": r.text})
-            rec = {"uid": e["uid"], "judge": judge_rec, "code_match": m.to_dict()}
+            rec = {"uid": e["uid"], "judge": judge_rec}
+            if m is not None:
+                rec["code_match"] = m.to_dict()
             if golds is not None:
                 rec["code_match_gold"] = golds[k].to_dict()
             if baselines is not None:
                 rec["code_match_intent_only"] = baselines[k].to_dict()
+            if informative[k] is not None:
+                rec["informative_calls"] = informative[k]
             out.append(rec)
         on_done(out)
         progress(len(chunk))

@@ -23,6 +23,9 @@ Per step (defaults: lambda_h = 2, p_parse = 0.5, T_max = 40):
 - a judged step whose score is None (no valid rating, or no reply) gets no judged term: no
   informativeness, no potential step (s_prev carries over to the next judged hypothesis), no stop
   bonus or penalty (P5). Unjudged terms (length, parse, call, timeout) stay.
+- `rewards.mask_hypothesis`: no reflect turn asks for a score, so none gets a hypothesis or stop
+  term; the return is what the sandbox verifies (plans' informativeness under coverage scoring, calls,
+  format, length, timeout). Stopping then pays only by ending before a format error or the timeout.
 
 Why this holds P1-P4 (tests/test_reward_properties.py checks them on random episodes): the
 hypothesis terms sum to lambda_h * s_final <= lambda_h, the stop term is +-lambda_h once, plans and

@@ -43,7 +43,8 @@ def input_reward(step: StepRecord, cfg: RewardConfig) -> float:
 
 
 def judgment_kind(step: StepRecord, cfg: RewardConfig) -> Optional[str]:
-    """The critic judgment this step's reward reads under the schedule, or None.
+    """The critic judgment this step's reward reads under the schedule, or None (`rewards.mask_hypothesis`:
+    none for reflect turns).
 
     Grade it on `graded_text(step, kind)`: a hypothesis judgment grades the hypothesis the step
     leaves, whatever its phase (under `final` the last step may be a reasoning turn)."""
@@ -51,7 +52,8 @@ def judgment_kind(step: StepRecord, cfg: RewardConfig) -> Optional[str]:
     if schedule == "final":
         return HYPOTHESIS if step.done else None
     if kind == "reflect":
-        return HYPOTHESIS
+        # masked: no hypothesis score, so neither schedule pays a hypothesis or stop term (as for P5)
+        return None if cfg.mask_hypothesis else HYPOTHESIS
     if kind == "reasoning" and schedule != "no_informativeness" and step.parse_ok:
         return INFORMATIVENESS
     return None

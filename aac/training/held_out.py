@@ -47,13 +47,15 @@ class HeldOutEval:
         batch = play([[inst] for inst in held], sampling=sampling, protocol=eval_protocol(e, cfg.env))
         episodes = [ep.record for ep in batch.episodes]
         scores: dict[str, dict] = {}
-        score_episodes(episodes, {i.uid: i for i in held}, judge, matcher, gold=False, batch_size=e.batch_size,
-                       on_done=lambda recs: scores.update((r["uid"], r) for r in recs))
+        score_episodes(episodes, {i.uid: i for i in held}, judge, matcher if e.code_match else None, gold=False,
+                       batch_size=e.batch_size, on_done=lambda recs: scores.update((r["uid"], r) for r in recs),
+                       coverage=self.run.informative_calls())
         report = summarize({}, episodes, scores)
         m = rollout_metrics(batch, cfg.rewards.stop_threshold)
         out = {f"eval/{k}": v for k, v in m.items() if k.startswith(("reward/", "episode/"))}
         out.update({"eval/description_score": report["description_score"]["mean"],
                     "eval/code_match": report["code_match"]["mean"], "eval/queries_mean": report["queries_mean"],
+                    "eval/informative_calls_mean": report["informative_calls_mean"],
                     "eval/concluded_pct": report["concluded_pct"],
                     "eval/format_error_rate": report["format_error_rate"]})
         return out

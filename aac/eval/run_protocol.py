@@ -1,0 +1,141 @@
+"""An eval of a training run's checkpoint plays the protocol that run trained the adapter on.
+
+`python -m aac.train` (and `python -m aac.sft`) save their composed config in the run folder
+(`OUT/.hydra/config.yaml`, Hydra's copy). When `checkpoint=` lies in such a run (its out_dir, a step
+folder, its `adapter/`, or a synced `adapters/vN`), or `eval.protocol_from=OUT` names one (the base
+model under a tuned run's protocol, for a paired comparison), the eval takes from that config every
+key below that its own command line does not set:
+
+- the protocol (`PROTOCOL`): the model, the domain, the prompt style and answer cues, the observation
+  clips, and the token budgets and stop strings of each turn: the run's rollouts' (`rollout.*`), or for
+  an SFT run the setting its traces were played in (its `eval.*`);
+- how the run served and scored its model (`SERVING`): dtype, context length, engine kind, LoRA mode,
+  KV cache, threads, and its eval section's judge scoring and judge/coder budgets.
+
+The eval's own setting stays the eval's: the split, the PAU window and call budget, greedy sampling.
+One log line says what came from the run; a protocol key that ends up different from the run's (set
+on the command line) is allowed, and warned about, key by key.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from aac.config import ConfigError
+
+log = logging.getLogger("aac.eval")
+RUN_CONFIG = Path(".hydra") / "config.yaml"  # where Hydra saves a run's composed config
+# eval key -> the run's key it comes from ({phase}: rollout for aac.train, eval for an SFT run)
+PROTOCOL = {
+    "model.name": "model.name", "model.chat_template_kwargs": "model.chat_template_kwargs",
+    "env.domain": "env.domain", "env.prompt_style": "env.prompt_style", "env.answer_cues": "env.answer_cues",
+    "env.max_observation_chars": "env.max_observation_chars", "env.max_window_chars": "env.max_window_chars",
+    "eval.max_tokens_per_turn": "{phase}.max_tokens_per_turn",
+    "eval.max_tokens_per_phase": "{phase}.max_tokens_per_phase", "eval.stop_per_phase": "{phase}.stop_per_phase",
+}
+SERVING = {k: k for k in (
+    "model.dtype", "model.max_model_len", "rollout.engine", "rollout.lora_mode", "rollout.kv_cache_gb",
+    "rollout.cpu_threads", "rollout.vllm_in_process", "rollout.plain_base_batches", "rollout.max_lora_rank",
+    "eval.judge_scoring", "eval.judge_max_tokens", "eval.coder_max_tokens")}
+GROUPS = {"model": "model.name"}  # a config group chosen on the command line (`model=NAME`) sets this key
+_ABSENT = object()
+
+
+@dataclass
+class RunProtocol:
+    run_dir: Path
+    taken: dict[str, Any] = field(default_factory=dict)  # eval key -> the run's value, applied
+    differs: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # protocol key -> (eval's, run's)
+
+    def line(self) -> str:
+        p = {k.split(".")[-1]: v for k, v in self.taken.items() if k in PROTOCOL}
+        kept = sorted(k for k in PROTOCOL if k not in self.taken)
+        return (f"playing the protocol of training run {self.run_dir} ({_short(p)})"
+                + (f", except {', '.join(kept)} set here" if kept else "")
+                + f"; its serving ({_short({k.split('.')[-1]: v for k, v in self.taken.items() if k in SERVING})})")
+
+
+def _short(values: dict) -> str:
+    return ", ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in values.items()) or "-"
+
+
+def find_run(adapter: Path) -> Optional[Path]:
+    """The training run folder above `adapter` (OUT/checkpoints/step_N/adapter or OUT/adapters/vN) whose
+    composed config was saved, or None (a bare adapter folder)."""
+    for up in adapter.absolute().parents:
+        if up.name in ("checkpoints", "adapters") and (up.parent / RUN_CONFIG).is_file():
+            return up.parent
+    return None
+
+
+def protocol_run(protocol_from: Optional[str], adapter: Optional[Path]) -> Optional[Path]:
+    """The run whose protocol an eval plays: `eval.protocol_from`, else the run `adapter` lies in."""
+    if protocol_from is None:
+        return find_run(adapter) if adapter is not None else None
+    run = Path(protocol_from).expanduser()
+    if not (run / RUN_CONFIG).is_file():
+        raise ConfigError(f"eval.protocol_from={protocol_from}: no saved run config ({RUN_CONFIG}) there; "
+                          "give the out_dir of an aac.train run")
+    return run
+
+
+def given_keys(overrides: Sequence[str]) -> set[str]:
+    """The keys of `PROTOCOL` and `SERVING` that these Hydra override strings set (a dict key set in part,
+    `eval.max_tokens_per_phase.reflect=64`, counts as set)."""
+    given = set()
+    for ov in overrides:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        given |= {k for k in (*PROTOCOL, *SERVING) if key == k or key.startswith(k + ".")}
+        if key in GROUPS:
+            given.add(GROUPS[key])
+    return given
+
+
+def hydra_overrides() -> list[str]:
+    """The command line's overrides inside a Hydra app (`python -m aac.eval`), else none."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def apply_run_protocol(cfg: Any, run_dir: Path, overrides: Sequence[str]) -> tuple[Any, RunProtocol]:
+    """`cfg` with the keys that `overrides` (the command line's) leave unset taken from `run_dir`'s config."""
+    from omegaconf import OmegaConf
+
+    run = OmegaConf.load(run_dir / RUN_CONFIG)
+    phase = "eval" if OmegaConf.select(run, "sft.data", default="") else "rollout"  # an SFT run's traces: eval's
+    given = given_keys(overrides)
+    out = copy.deepcopy(cfg)
+    found = RunProtocol(run_dir)
+    for key, source in {**PROTOCOL, **SERVING}.items():
+        value = OmegaConf.select(run, source.format(phase=phase), default=_ABSENT, throw_on_missing=False)
+        if value is _ABSENT:
+            continue  # a key the run's config does not have (an older run): the eval's
+        value = _plain(value)
+        if key in given:
+            if key in PROTOCOL and _plain(OmegaConf.select(cfg, key)) != value:
+                found.differs[key] = (_plain(OmegaConf.select(cfg, key)), value)
+            continue
+        OmegaConf.update(out, key, value, merge=False)
+        found.taken[key] = value
+    return out, found
+
+
+def _plain(value: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    return getattr(value, "value", value)  # a config Choice as its string
+
+
+def log_run_protocol(found: RunProtocol) -> None:
+    log.info(found.line())
+    for key, (here, run) in found.differs.items():
+        log.warning("%s=%s differs from the run's training protocol (%s): the adapter is evaluated under a "
+                    "protocol it was not trained on", key, json.dumps(here), json.dumps(run))

@@ -1,0 +1,181 @@
+"""Does the embedded default learn what it can verify? (issue 31)
+
+The `smollm2_cpu` recipe (what `make demo` trains) for --steps steps over --seeds seeds, each seed
+beside a zero-advantage control: the same seed, data order and sampling seeds, every advantage 0. The
+control's update is skipped: with no advantage the loss is the KL to the base model, which is 0 with a
+zero gradient while the LoRA's B is 0, so the update would leave the policy the base model exactly (step 1
+of both arms is the same batch). The control is the drift: which functions come up, and sampling noise.
+
+Logged per step, beside the run's own metrics: input format errors (`parse_fail/input_rate`: input turns
+whose reply held no parsable input), reflect format errors, informative calls per episode (calls the
+coverage critic scores above 0: new branch arcs or a new result; aac/eval/informative.py, the rule the
+recipe's plans are paid by), queries per episode, concluded %, wall seconds and the machine's load.
+Each run is its own process (Ray, two vLLM engines, the DeepSpeed learner, as `make demo`); runs go one
+at a time (--jobs: more only on a machine with cores to spare). `--tabulate` tables and plots what is in
+--out (runs cut short included): per seed and arm, the mean of the first --window steps and of the
+last --window steps, and the tuned arm's change minus the control's.
+
+    nice -n 10 python benchmarks/bench_demo_learning.py --steps 20 --seeds 3 --out runs/demo_learning
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARMS = ("aac", "control")
+METRICS = {  # what is tabled and plotted: metric key -> label
+    "parse_fail/input_rate": "input format errors (share of input turns)",
+    "parse_fail/reflect_rate": "reflect format errors (share of reflect turns)",
+    "calls/informative_per_episode": "informative calls per episode",
+    "episode/queries_mean": "queries per episode",
+    "episode/concluded_pct": "concluded %",
+    "reward/episode_total_mean": "episode return",
+}
+LOG_FORMAT = "%(asctime)s %(name)s %(message)s"
+
+
+def run_one(job: tuple[list[str], Path, bool]) -> list[dict]:
+    """One training run (`control`: zero advantages, no update); returns its metrics.jsonl rows."""
+    overrides, out, control = job
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)  # a spawned process starts unconfigured
+    from aac.config import compose
+    from aac.eval.informative import count_informative
+    from aac.training import Trainer
+    from aac.training.state import LearnerStates
+
+    class Frozen(LearnerStates):
+        """The control's learner states: no update (see the module docstring), each version's state kept."""
+
+        def update(self, learner, samples, version):
+            self.commit(learner, version + 1)
+            return {}
+
+    class Measured(Trainer):
+        def __init__(self, cfg, out_dir):
+            super().__init__(cfg, out_dir)
+            self.by_uid = {i.uid: i for i in self.instances}
+            if control:
+                self.states = Frozen(self.states.root)
+
+        def advantages(self, batch):
+            self.last = batch
+            if control:
+                return [[0.0] * len(ep.turns) for ep in batch.episodes]
+            return super().advantages(batch)
+
+        def train_step(self):
+            t0 = time.perf_counter()
+            m = super().train_step()
+            coverage = self.pieces.informative_calls()
+            counts = [count_informative(ep.record, self.by_uid[ep.uid], coverage) for ep in self.last.episodes]
+            m["calls/informative_per_episode"] = float(np.mean(counts))
+            m["time/step_s"] = time.perf_counter() - t0
+            m["machine/load1"] = os.getloadavg()[0]
+            return m
+
+    from bench_behaviour import train_and_read
+
+    return train_and_read(Measured(compose("+recipe=smollm2_cpu", *overrides), out), out)
+
+
+def _window_mean(rows: list[dict], key: str, part: slice) -> float:
+    vals = [r[key] for r in rows[part] if r.get(key) is not None]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def summarize(results: dict[str, dict[int, list[dict]]], window: int) -> dict:
+    """Per metric and seed: first / last window means of each arm, and the tuned change minus the control's."""
+    out: dict = {}
+    first, last = slice(0, window), slice(-window, None)
+    for key in METRICS:
+        per_seed = {}
+        for seed in sorted(results["aac"]):
+            arms = {arm: results[arm][seed] for arm in ARMS}
+            row = {arm: (_window_mean(rows, key, first), _window_mean(rows, key, last)) for arm, rows in arms.items()}
+            row["effect"] = (row["aac"][1] - row["aac"][0]) - (row["control"][1] - row["control"][0])
+            per_seed[seed] = row
+        out[key] = per_seed
+    return out
+
+
+def render(summary: dict, window: int, steps: int) -> str:
+    lines = [f"Per seed: mean of steps 1-{window} -> mean of steps {steps - window + 1}-{steps}, tuned and "
+             "control; effect = tuned change - control change", ""]
+    for key, label in METRICS.items():
+        lines.append(f"{label}")
+        for seed, row in summary[key].items():
+            a, c = row["aac"], row["control"]
+            lines.append(f"  seed {seed}: tuned {a[0]:6.2f} -> {a[1]:6.2f}   control {c[0]:6.2f} -> {c[1]:6.2f}   "
+                         f"effect {row['effect']:+6.2f}")
+        effects = [row["effect"] for row in summary[key].values()]
+        lines.append(f"  mean effect over {len(effects)} seeds {np.mean(effects):+6.2f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--window", type=int, default=3, help="steps averaged at the start and at the end")
+    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel (each uses every core while it works)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra config override for every run (repeatable)")
+    ap.add_argument("--out", type=Path, default=Path("runs/demo_learning"))
+    ap.add_argument("--tabulate", action="store_true", help="no training: table and plot the runs in --out")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    common = [f"max_steps={args.steps}", f"save_every={args.steps}", "logging.progress=false",
+              "logging.wandb_mode=disabled", *args.set]
+    # seed by seed, the tuned run then its control: a run cut short still leaves whole pairs
+    jobs = [(seed, arm) for seed in range(args.seeds) for arm in ARMS]
+    dirs = [args.out / f"{arm}_seed{seed}" for seed, arm in jobs]
+    started = time.perf_counter()
+    from aac.metrics import read
+
+    if not args.tabulate:
+        # a finished run is not redone: the control does not depend on the learner's settings, so another
+        # lr's --out can start with an earlier --out's control folders copied in
+        todo = [(job, d) for job, d in zip(jobs, dirs) if len(read(d / "metrics.jsonl")) < args.steps]
+        with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
+            pool.map(run_one, [([*common, f"seed={seed}", f"out_dir={d}"], d, arm == "control")
+                               for (seed, arm), d in todo], chunksize=1)
+    done = [read(d / "metrics.jsonl") for d in dirs]
+    pairs = [seed for seed in range(args.seeds) if all(done[jobs.index((seed, arm))] for arm in ARMS)]
+    steps = min(len(done[jobs.index((seed, arm))]) for seed in pairs for arm in ARMS) if pairs else 0
+    if steps < 2 * args.window:
+        raise SystemExit(f"{len(pairs)} whole pairs, {steps} common steps in {args.out}: too few to table")
+    results = {arm: {seed: done[jobs.index((seed, arm))][:steps] for seed in pairs} for arm in ARMS}
+    summary = summarize(results, args.window)
+    text = render(summary, args.window, steps)
+    loads = [r["machine/load1"] for runs in results.values() for rows in runs.values() for r in rows
+             if r.get("machine/load1") is not None]
+    step_s = {arm: [r["time/step_s"] for rows in runs.values() for r in rows if r.get("time/step_s")]
+              for arm, runs in results.items()}
+    text += (f"\n\nload (1 min) {min(loads):.1f}-{max(loads):.1f}, median {np.median(loads):.1f}; seconds a step: "
+             + ", ".join(f"{arm} median {np.median(v):.0f}" for arm, v in step_s.items() if v))
+    if not args.tabulate:
+        text += f"; total {time.perf_counter() - started:.0f} s"
+    text += f"\noverrides: {' '.join(common)}"
+    print(text)
+    kept = (*METRICS, "time/step_s", "machine/load1")
+    curves = {arm: {seed: [{k: r.get(k) for k in kept} for r in rows] for seed, rows in runs.items()}
+              for arm, runs in results.items()}
+    (args.out / "summary.json").write_text(json.dumps({"steps": steps, "window": args.window, "summary": summary,
+                                                       "rows": curves}, indent=1))
+    from bench_behaviour import plot  # the same panels: mean over seeds and the min-max band
+
+    plot({f"{arm} ({len(runs)} seeds)": runs for arm, runs in results.items()}, args.out / "demo_learning.png",
+         METRICS, (2, 3))
+    print(f"wrote {args.out / 'summary.json'} and {args.out / 'demo_learning.png'}")
+
+
+if __name__ == "__main__":
+    main()
