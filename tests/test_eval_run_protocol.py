@@ -15,7 +15,14 @@ from omegaconf import OmegaConf
 from aac.config import ConfigError, compose
 from aac.eval.config import rewrite_aliases
 from aac.eval.harness import evaluate
-from aac.eval.run_protocol import RUN_CONFIG, apply_run_protocol, find_run, given_keys, protocol_run
+from aac.eval.run_protocol import (
+    RUN_CONFIG,
+    apply_run_protocol,
+    find_run,
+    given_keys,
+    play_runs_protocol,
+    protocol_run,
+)
 
 STOPS = {"reasoning": ["\n"], "input": ["\n"], "reflect": ["Decision: YES", "Decision: NO"]}
 
@@ -81,6 +88,21 @@ def test_given_keys_and_where_the_run_is_found(tmp_path):
     OmegaConf.save(compose("+recipe=smollm2_cpu", "sft.data=runs/x", "eval.max_tokens_per_turn=77"), sft_run / RUN_CONFIG)
     cfg, _ = apply_run_protocol(_eval_cfg(), sft_run, [])
     assert cfg.eval.max_tokens_per_turn == 77 and "reflect" not in cfg.eval.max_tokens_per_phase
+
+
+def test_a_checkpoint_outside_a_saved_run_plays_the_evals_protocol_with_a_warning(tmp_path, caplog):
+    """A bare adapter folder (no OUT/.hydra/config.yaml above it) keeps the eval's config, and says so."""
+    adapter = tmp_path / "bare" / "adapter"
+    adapter.mkdir(parents=True)
+    cfg = _eval_cfg()
+    with caplog.at_level(logging.INFO, logger="aac.eval"):
+        assert play_runs_protocol(cfg, adapter, []) is cfg
+        assert play_runs_protocol(cfg, None, []) is cfg  # the base model, no checkpoint: nothing to say
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and f"checkpoint {adapter} lies in no training run" in warned[0]
+    run, in_run = _training_run(tmp_path)
+    with caplog.at_level(logging.INFO, logger="aac.eval"):
+        assert play_runs_protocol(cfg, in_run, []).env.prompt_style == "compact" != cfg.env.prompt_style
 
 
 def test_the_harness_plays_the_runs_protocol(tmp_path, tiny_model_path, make_random_lora, caplog):

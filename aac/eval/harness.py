@@ -153,13 +153,10 @@ def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None) -> dic
     A checkpoint of a training run (or `eval.protocol_from`) plays that run's protocol except where
     `overrides` (the command line's, by default) set a key (aac/eval/run_protocol.py)."""
     from aac.datasets import load_instances
-    from aac.eval.run_protocol import apply_run_protocol, hydra_overrides, log_run_protocol, protocol_run
+    from aac.eval.run_protocol import hydra_overrides, play_runs_protocol
 
     adapter = resolve_adapter(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
-    trained = protocol_run(cfg.eval.protocol_from, adapter)
-    if trained is not None:
-        cfg, found = apply_run_protocol(cfg, trained, hydra_overrides() if overrides is None else overrides)
-        log_run_protocol(found)
+    cfg = play_runs_protocol(cfg, adapter, hydra_overrides() if overrides is None else overrides)
     validate(cfg)
     e = cfg.eval
     run_dir = output_dir(cfg)
