@@ -317,3 +317,27 @@ def test_bf16_engine_fp32_learner_ratio_and_sync_check(tiny_model_path, tmp_path
     # passes the synced engine, and staleness itself is told by adapter versions (tests/test_faults.py)
     assert synced < FP32_TOLERANCE < stale
     assert synced < default_tolerance("bfloat16", "float32")
+
+
+@pytest.mark.slow
+def test_a_one_process_group_listens_on_a_fresh_port_whatever_port_it_inherits():
+    """A Ray worker inherits its driver's environment, MASTER_PORT included, while the driver's own
+    (in-process) learner group still listens on that port: the learner's group must not reuse it."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        code = ("import os, torch.distributed as dist\n"
+                "from aac.learner.backends import _init_process_group\n"
+                "_init_process_group('gloo')\n"
+                "print(dist.get_world_size(), os.environ['MASTER_PORT'])\n")
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": "1", "RANK": "0"}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    world, used = out.stdout.split()[-2:]
+    assert world == "1" and int(used) != port

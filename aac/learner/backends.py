@@ -89,7 +89,10 @@ def _init_process_group(backend: str) -> None:
     if not dist.is_initialized():
         for key, value in (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
             os.environ.setdefault(key, value)
-        os.environ.setdefault("MASTER_PORT", str(free_port()))
+        if os.environ["WORLD_SIZE"] == "1":  # no one else joins: a port free now, never one inherited from
+            os.environ["MASTER_PORT"] = str(free_port())  # another group (a Ray worker gets its driver's env)
+        else:
+            os.environ.setdefault("MASTER_PORT", str(free_port()))
     world = dist.get_world_size() if dist.is_initialized() else int(os.environ["WORLD_SIZE"])
     with _without_shm_op() if backend == "gloo" and world == 1 else contextlib.nullcontext():
         deepspeed.init_distributed(dist_backend=backend, verbose=False)
