@@ -324,18 +324,18 @@ def aac_train_rewards(cfg, critic_url, episodes) -> list[list[float]]:
     """`aac.train`'s rollout worker plays the same replies, its critic on the same endpoint."""
     from test_skyrl_reward import ReplayActor
 
+    from aac.assembly import PlacedRolloutWorker
     from aac.engines.openai_engine import OpenAIEngine
     from aac.env.protocol import ProtocolConfig
     from aac.models import resolve_model
     from aac.rollout.driver import EpisodeSpec
-    from aac.rollout.workers import RolloutWorker
 
     critic = OmegaConf.to_object(cfg.critic)
     critic.backend, critic.openai.base_url, critic.openai.model = "openai", critic_url, resolve_model(cfg.model.name)
     rollout = replace(OmegaConf.to_object(cfg.rollout), max_live_episodes=1)
     actor = ReplayActor([reply for _, replies, _ in episodes for reply in replies])
-    worker = RolloutWorker(rollout, OmegaConf.to_object(cfg.env), critic, OmegaConf.to_object(cfg.rewards),
-                           ProtocolConfig.from_env(cfg.env), actor, OpenAIEngine("critic", openai=critic.openai))
+    worker = PlacedRolloutWorker(rollout, OmegaConf.to_object(cfg.env), critic, OmegaConf.to_object(cfg.rewards),
+                                 ProtocolConfig.from_env(cfg.env), actor, OpenAIEngine("critic", openai=critic.openai))
     try:
         batch = worker.run([EpisodeSpec(k, inst) for k, (inst, _, _) in enumerate(episodes)], adapter=None, seed=0)
     finally:
