@@ -199,6 +199,11 @@ class RewardConfig:
     # scores would only add noise to the terms the sandbox verifies (format, calls, coverage
     # informativeness under critic.informativeness=coverage, length, timeout). Off in the paper's setting
     mask_hypothesis: bool = False
+    # false: a format penalty (-p_parse: a reply that did not parse, an input whose call failed) counts in
+    # its own turn's step advantage only, not in the episode return the episode advantage is computed
+    # from: a reply's format is credited to that reply, and an episode is not paid for ending before its
+    # next error (which, summed, pays stopping early). Needs advantage=turn. The paper's setting: true
+    format_in_return: bool = True
     advantage: Advantage = Advantage.turn
     w_step: float = 1.0  # weight of the per-phase step advantage (turn)
     eps: float = 1e-6
@@ -581,6 +586,11 @@ def validate(cfg: Any) -> None:
     if cfg.rewards.mask_hypothesis and cfg.rewards.schedule == "final":
         raise ConfigError("rewards.mask_hypothesis=true leaves rewards.schedule=final only its timeout penalty: "
                           "pick another schedule or rewards.mask_hypothesis=false")
+    if not cfg.rewards.format_in_return and cfg.rewards.advantage != "turn":
+        raise ConfigError(f"rewards.format_in_return=false credits format penalties by the step advantage alone: "
+                          f"it needs rewards.advantage=turn (got {cfg.rewards.advantage})")
+    if not cfg.rewards.format_in_return and cfg.rewards.schedule == "final":
+        raise ConfigError("rewards.format_in_return=false: rewards.schedule=final pays no format penalty to credit")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
 

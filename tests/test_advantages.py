@@ -138,3 +138,23 @@ def test_token_advantages_mask_only_generated_tokens():
     adv, mask = token_advantages(3, 2, -0.75)
     assert mask == [0, 0, 0, 1, 1]
     assert adv == [0.0, 0.0, 0.0, -0.75, -0.75]
+
+
+def test_a_local_part_leaves_the_episode_return_and_stays_in_the_step_advantage():
+    """rewards.format_in_return=false: two episodes alike but for a format penalty on one reflect. In the
+    return it makes the erring episode worse on every turn (its plan and call too); kept local, the
+    episode advantages are equal (0) and only the erring turn is marked down."""
+    group = [[(R, 0.5), (I, 0.025), (F, 0.0)], [(R, 0.5), (I, 0.025), (F, -0.5)]]
+    local = [[0.0, 0.0, 0.0], [0.0, 0.0, -0.5]]
+    summed = step_advantages(group, "turn", w_step=1.0, eps=EPS)
+    apart = step_advantages(group, "turn", w_step=1.0, eps=EPS, local=local)
+    assert summed[1][0] == pytest.approx(-1.0, abs=1e-4) and summed[1][1] == pytest.approx(-1.0, abs=1e-4)
+    assert apart[1][0] == 0.0 and apart[1][1] == 0.0 and apart[0][0] == 0.0
+    assert apart[1][2] == pytest.approx(-1.0, abs=1e-4) and apart[0][2] == pytest.approx(1.0, abs=1e-4)
+    # a longer episode with more informative plans but one more error: summed, the error outweighs the
+    # plan; apart, the episode that learned more is ahead on every turn
+    group = [[(R, 0.5), (I, 0.025), (F, 0.0)], [(R, 0.5), (I, 0.025), (F, 0.0), (R, 0.25), (I, -0.5), (F, 0.0)]]
+    local = [[0.0] * 3, [0.0, 0.0, 0.0, 0.0, -0.5, 0.0]]
+    assert step_advantages(group, "turn", 1.0, EPS)[1][0] < 0 < step_advantages(group, "turn", 1.0, EPS, local)[1][0]
+    with pytest.raises(ValueError, match="needs the turn estimator"):
+        step_advantages(group, "episode", 1.0, EPS, local)

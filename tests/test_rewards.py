@@ -312,3 +312,36 @@ def test_composed_config_resolves_t_max():
     rewards = compose("rewards=no_informativeness", "env.max_steps=10").rewards
     assert step_reward(input_step(call=OK), None, rewards) == pytest.approx(2.0 / 20)
     assert judgment_kind(reasoning(), rewards) is None
+
+
+# ------------------------------------------------------------------ the format penalty apart (format_in_return)
+
+
+@pytest.mark.parametrize("schedule", ["aac", "aac_potential"])
+def test_format_penalties_are_the_p_parse_part_of_each_reward(schedule):
+    from aac.rewards import format_penalties
+
+    c = cfg(schedule=schedule, p_parse=0.7)
+    steps = [reasoning(index=0), input_step(index=1, call=RAISED), reflect(index=2, parse_ok=False, decision=False),
+             reasoning(index=3, parse_ok=False), input_step(index=4, parse_ok=False), input_step(index=5, call=OK)]
+    assert format_penalties(steps, c) == [0.0, -0.7, -0.7, -0.7, -0.7, 0.0]
+    # each is in its reward: with p_parse 0 the rewards rise by exactly that much
+    scores = [0.5, None, None, None, None, None] if schedule == "aac" else [0.5] + [None] * 5
+    if schedule == "aac":
+        scores[2] = 0.2
+    free = episode_rewards(steps, scores, cfg(schedule=schedule, p_parse=0.0))
+    paid = episode_rewards(steps, scores, c)
+    assert [p - f for p, f in zip(paid, free)] == pytest.approx(format_penalties(steps, c))
+    assert format_penalties(steps, cfg(schedule="final")) == [0.0] * 6  # final pays no format penalty
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["rewards.format_in_return=false", "rewards.advantage=episode"], "needs rewards.advantage=turn"),
+    (["rewards=final", "rewards.advantage=turn", "rewards.format_in_return=false"], "pays no format penalty"),
+])
+def test_format_in_return_false_needs_the_turn_estimator(overrides, message):
+    from aac.config import ConfigError, compose
+
+    with pytest.raises(ConfigError, match=message) as e:
+        compose(*overrides)
+    assert "\n" not in str(e.value)

@@ -88,6 +88,7 @@ def test_overrides_reach_the_skyrl_config(capsys):
     (["+rollout.max_tokens_per_phase.input=64"], "rollout.max_tokens_per_phase is per phase"),
     (["critic.model=tiny_qwen3"], "critic.model=tiny_qwen3 is not the actor's model"),
     (["learner.ppo_minibatches=3"], "learner.ppo_minibatches=3 must divide rollout.functions_per_step=8"),
+    (["rewards.format_in_return=false"], "rewards.format_in_return=false needs each turn.s format penalty"),
     (["rollout.group_size=0"], r"rollout.group_size=0 must be > 0"),
 ])
 def test_bad_settings_are_one_line_errors(argv, message, capsys):

@@ -10,7 +10,7 @@ from aac.rewards.advantages import (
     token_advantages,
 )
 from aac.rewards.potential import potential_rewards
-from aac.rewards.schedule import episode_rewards, masked_judgments
+from aac.rewards.schedule import episode_rewards, format_penalties, masked_judgments
 from aac.rewards.table import step_reward
 from aac.rewards.terms import (
     HYPOTHESIS,
@@ -23,7 +23,7 @@ from aac.rewards.terms import (
 )
 
 __all__ = [
-    "ESTIMATORS", "HYPOTHESIS", "INFORMATIVENESS", "SCHEDULES", "b_term", "batch_advantages", "episode_rewards", "graded_text",
+    "ESTIMATORS", "HYPOTHESIS", "INFORMATIVENESS", "SCHEDULES", "b_term", "batch_advantages", "episode_rewards", "format_penalties", "graded_text",
     "group_normalize", "judgment_kind", "length_penalty", "masked_judgments", "potential_rewards",
     "signal_accounting", "step_advantages", "step_reward", "token_advantages",
 ]

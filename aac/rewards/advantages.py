@@ -11,13 +11,16 @@ is recognisably one.
 - `turn` (default): the episode advantage plus `w_step * (r - mu_k) / (sigma_k + eps)`, where
   mu_k, sigma_k are over all steps of the same phase kind k in the group. There is no per-index
   baseline: episode lengths are the policy's choice, so steps are compared by kind, not position.
+
+`local[i][t]`, when given, is the part of step t's reward left out of episode i's return (the episode
+advantage) and credited by the step advantage alone (`rewards.format_in_return=false`: its format penalty).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from aac.config import Advantage
 from aac.phase import Phase
@@ -37,14 +40,17 @@ def group_normalize(values: Sequence[float], eps: float) -> list[float]:
 
 
 def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str, w_step: float,
-                    eps: float) -> list[list[float]]:
+                    eps: float, local: Optional[Sequence[Sequence[float]]] = None) -> list[list[float]]:
     """Per-step advantages for one group: `group[i][t] = (phase kind, reward)` of step t of episode i."""
     if any(len(episode) == 0 for episode in group):
         raise ValueError("step_advantages: an episode with no steps")
+    if local is not None and estimator != "turn":
+        raise ValueError(f"step_advantages: a local part of the rewards needs the turn estimator, not {estimator!r}")
     if estimator == "final":
         episode_adv = group_normalize([episode[-1][1] for episode in group], eps)
     else:
-        episode_adv = group_normalize([sum(r for _, r in episode) for episode in group], eps)
+        left_out = [sum(parts) for parts in local] if local is not None else [0.0] * len(group)
+        episode_adv = group_normalize([sum(r for _, r in episode) - out for episode, out in zip(group, left_out)], eps)
     advantages = [[a] * len(episode) for a, episode in zip(episode_adv, group)]
     if estimator != "turn":
         return advantages
@@ -60,16 +66,18 @@ def step_advantages(group: Sequence[Sequence[tuple[Any, float]]], estimator: str
 
 
 def batch_advantages(groups: Sequence[Hashable], trajectories: Sequence[Sequence[tuple[Phase, float]]],
-                     estimator: str, w_step: float, eps: float) -> list[list[float]]:
+                     estimator: str, w_step: float, eps: float,
+                     local: Optional[Sequence[Sequence[float]]] = None) -> list[list[float]]:
     """Per-step advantages of a whole batch: episode i belongs to group `groups[i]` (its function and
-    group index) and is the trajectory `trajectories[i]` of (phase, reward); each group is normalised
-    on its own (`step_advantages`), in episode order."""
+    group index) and is the trajectory `trajectories[i]` of (phase, reward) (with `local[i]`, as in
+    `step_advantages`); each group is normalised on its own (`step_advantages`), in episode order."""
     members: dict[Hashable, list[int]] = {}
     for i, g in enumerate(groups):
         members.setdefault(g, []).append(i)
     out: list[list[float]] = [[] for _ in trajectories]
     for idx in members.values():
-        for i, adv in zip(idx, step_advantages([trajectories[i] for i in idx], estimator, w_step, eps)):
+        parts = None if local is None else [local[i] for i in idx]
+        for i, adv in zip(idx, step_advantages([trajectories[i] for i in idx], estimator, w_step, eps, parts)):
             out[i] = adv
     return out
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Optional
 
 from aac.config import RewardConfig
 from aac.phase import Phase
-from aac.rewards.terms import b_term, check_score, input_reward, length_penalty
+from aac.rewards.terms import b_term, check_score, format_penalty, input_reward, length_penalty
 
 if TYPE_CHECKING:
     from aac.env.protocol import StepRecord
@@ -62,12 +62,12 @@ def potential_rewards(steps: Sequence[StepRecord], scores: Sequence[Optional[flo
         check_score(step, score, cfg)
         kind = Phase(step.phase)
         if kind == "reasoning":
-            judged = -cfg.p_parse if not step.parse_ok else per_plan * (score or 0.0)
+            judged = format_penalty(step, cfg) if not step.parse_ok else per_plan * (score or 0.0)
             rewards.append(judged + length_penalty(step.response, cfg.tau_reason))
         elif kind == "input":
             rewards.append(input_reward(step, cfg))
         else:
-            r = (0.0 if step.parse_ok else -cfg.p_parse) + length_penalty(step.response, cfg.tau_reflect)
+            r = format_penalty(step, cfg) + length_penalty(step.response, cfg.tau_reflect)
             if score is not None:
                 r += cfg.lambda_h * (score - s_prev)
                 s_prev = score

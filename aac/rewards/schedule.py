@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 from aac.config import RewardConfig
 from aac.rewards.potential import potential_rewards
 from aac.rewards.table import step_reward
-from aac.rewards.terms import judgment_kind
+from aac.rewards.terms import format_penalty, judgment_kind
 
 if TYPE_CHECKING:
     from aac.env.protocol import StepRecord
@@ -30,6 +30,11 @@ def episode_rewards(steps: Sequence[StepRecord], scores: Sequence[Optional[float
     if cfg.schedule == "aac_potential":
         return potential_rewards(steps, scores, cfg)
     return [step_reward(step, score, cfg) for step, score in zip(steps, scores)]
+
+
+def format_penalties(steps: Sequence[StepRecord], cfg: RewardConfig) -> list[float]:
+    """The format penalty (`format_penalty`: 0 or -p_parse) each step's reward holds; `final` pays none."""
+    return [0.0 if cfg.schedule == "final" else format_penalty(step, cfg) for step in steps]
 
 
 def masked_judgments(steps: Sequence[StepRecord], scores: Sequence[Optional[float]], cfg: RewardConfig) -> list[Optional[str]]:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Optional
 
 from aac.config import RewardConfig
 from aac.phase import Phase
-from aac.rewards.terms import b_term, check_score, input_reward, length_penalty
+from aac.rewards.terms import b_term, check_score, format_penalty, input_reward, length_penalty
 
 if TYPE_CHECKING:
     from aac.env.protocol import StepRecord
@@ -47,7 +47,7 @@ def _phase_reward(step: StepRecord, score: Optional[float], cfg: RewardConfig) -
     kind = Phase(step.phase)
     if kind == "reasoning":
         if not step.parse_ok:
-            judged = -cfg.p_parse
+            judged = format_penalty(step, cfg)
         elif cfg.schedule == "no_informativeness" or score is None:
             judged = 0.0
         else:
@@ -56,7 +56,7 @@ def _phase_reward(step: StepRecord, score: Optional[float], cfg: RewardConfig) -
     if kind == "input":
         return input_reward(step, cfg)
     stopped = step.decision is True
-    parse = 0.0 if step.parse_ok else -cfg.p_parse
+    parse = format_penalty(step, cfg)
     judged = 0.0 if score is None else cfg.lambda_h * (score + b_term(stopped, score, cfg))
     return parse + judged + length_penalty(step.response, cfg.tau_reflect)
 

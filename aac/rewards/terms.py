@@ -32,13 +32,20 @@ def b_term(stopped: bool, s: float, cfg: RewardConfig) -> float:
     return 1.0 if s < cfg.continue_threshold else 0.0
 
 
+def _failed(step: StepRecord) -> bool:
+    """A reply that did not parse, or an input whose call raised or timed out (a parsed input without a
+    call is a failure too: nothing was observed)."""
+    return not step.parse_ok or (Phase(step.phase) == "input" and (step.call is None or not step.call.ok))
+
+
+def format_penalty(step: StepRecord, cfg: RewardConfig) -> float:
+    """-p_parse for a failed step (`_failed`), else 0. Every schedule but `final` pays it."""
+    return -cfg.p_parse if _failed(step) else 0.0
+
+
 def input_reward(step: StepRecord, cfg: RewardConfig) -> float:
-    """-p_parse if the input did not parse or its call raised/timed out, else lambda_h / (2 T_max); plus
-    r_len. A parsed turn without a call is a failure too (nothing was observed)."""
-    if not step.parse_ok or step.call is None or not step.call.ok:
-        outcome = -cfg.p_parse
-    else:
-        outcome = cfg.lambda_h / (2 * cfg.t_max)
+    """`format_penalty` if the input or its call failed, else lambda_h / (2 T_max); plus r_len."""
+    outcome = format_penalty(step, cfg) if _failed(step) else cfg.lambda_h / (2 * cfg.t_max)
     return outcome + length_penalty(step.response, cfg.tau_input)
 
 

@@ -22,7 +22,7 @@ from aac.config import RewardConfig, RolloutConfig
 from aac.engines import Engine
 from aac.env.protocol import ProtocolConfig
 from aac.phase import Phase
-from aac.rewards.schedule import episode_rewards
+from aac.rewards.schedule import episode_rewards, format_penalties
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.judgments import score_each, turn_judgments
 from aac.rollout.record import interactive_record
@@ -45,6 +45,7 @@ class ScoredTurn:
     adapter_version: Optional[int]
     parse_ok: bool
     reward: float = 0.0
+    format_penalty: float = 0.0  # the part of `reward` that is its format penalty (0 or -p_parse)
     judged: Optional[str] = None  # the critic judgment this turn's reward reads (None: none)
     score: Optional[float] = None  # its score (None also when the critic gave none: masked)
     words: int = 0
@@ -210,12 +211,13 @@ class RolloutWorker:
     def _result(self, played: PlayedEpisode, judgments: list[Any], step_scores: list[Optional[float]]) -> ScoredEpisode:
         steps = [t.step for t in played.turns]
         rewards = episode_rewards(steps, step_scores, self.rewards)
+        penalties = format_penalties(steps, self.rewards)
         turns = [
             ScoredTurn(phase=t.step.phase, prompt_ids=list(t.result.prompt_ids), token_ids=list(t.result.token_ids),
                  logprobs=list(t.result.logprobs or []), adapter_version=t.result.adapter_version,
-                 parse_ok=t.step.parse_ok, reward=reward, judged=j.kind if j is not None else None, score=score,
-                 words=len(t.step.text.split()))
-            for t, j, reward, score in zip(played.turns, judgments, rewards, step_scores)
+                 parse_ok=t.step.parse_ok, reward=reward, format_penalty=penalty,
+                 judged=j.kind if j is not None else None, score=score, words=len(t.step.text.split()))
+            for t, j, reward, penalty, score in zip(played.turns, judgments, rewards, penalties, step_scores)
         ]
         ep = played.episode
         return ScoredEpisode(key=played.spec.key, uid=ep.instance.uid, group=played.spec.group, turns=turns, num_queries=ep.num_queries,

@@ -42,6 +42,9 @@ def _refuse_untranslatable(cfg: TrainConfig) -> None:
     if cfg.env.constrained_format:
         raise ConfigError("env.constrained_format=true decodes inside our grammar (hf engine); SkyRL's vLLM "
                           "servers do not: set env.constrained_format=false")
+    if not cfg.rewards.format_in_return:
+        raise ConfigError("rewards.format_in_return=false needs each turn's format penalty apart from its reward; "
+                          "SkyRL's estimator sees one reward a turn: set rewards.format_in_return=true")
     for key in ("max_tokens_per_phase", "stop_per_phase"):
         if cfg.rollout[key]:
             raise ConfigError(f"rollout.{key} is per phase; SkyRL samples every turn alike: unset it "

@@ -98,9 +98,10 @@ class Trainer:
     def advantages(self, batch: RolloutBatch) -> list[list[float]]:
         """Per-turn advantages, group by group, with the configured estimator."""
         rw = self.cfg.rewards
+        local = None if rw.format_in_return else [[t.format_penalty for t in ep.turns] for ep in batch.episodes]
         return batch_advantages([(ep.group, ep.uid) for ep in batch.episodes],
                                 [[(t.phase, t.reward) for t in ep.turns] for ep in batch.episodes],
-                                rw.advantage, rw.w_step, rw.eps)
+                                rw.advantage, rw.w_step, rw.eps, local)
 
     def samples(self, batch: RolloutBatch, advantages: list[list[float]]) -> list[Sample]:
         return [Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, sampling_logprobs=t.logprobs, advantage=a)
