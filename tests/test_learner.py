@@ -190,6 +190,11 @@ def test_all_zero_advantages_skip_the_step(learner):
     assert m["skipped"] and m["steps"] == 0 and math.isnan(m["loss"])
     assert torch.equal(flat(learner), before)
     assert not learner.backend.optimizer.state  # Adam never stepped
+    # it reports the tokens an update of the batch runs (aac.preflight's count): the shared prompt once
+    batch = [Sample(PROMPT, COMPLETION, [], 0.0), Sample(PROMPT[:8], [3, 4, 5], [], 0.0)]
+    assert learner.update(batch)["tokens"] == 36 - 8
+    batch[0].advantage = 1.0
+    assert learner.update(batch)["tokens"] == 36 - 8
 
 
 def test_positive_advantage_raises_logprob(learner):

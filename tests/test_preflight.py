@@ -59,6 +59,7 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
     assert [s["off_policy_lag"] for s in report["steps"]] == [0, 1]
     for s in report["steps"]:
         assert s["generated_tokens"] > 0 and s["prompt_tokens"] > s["generated_tokens"] and s["turns"] > 0
+        assert s["turns_per_episode"] == s["turns"] / 8  # 2 functions x group 4
         assert not s["update_skipped"] and s["loss_tokens"] == s["generated_tokens"]
         # the prefix tree computes a group's shared prompts once: fewer tokens than prompts + replies
         assert s["loss_tokens"] < s["update_tokens"] < s["prompt_tokens"] + s["generated_tokens"]

@@ -195,6 +195,14 @@ class Learner:
             old = None if old_logprobs is None else [old_logprobs[i] for i in indices]
             yield indices, collate([samples[i] for i in indices], self.pad_id, old).to(self.device)
 
+    def _planned_tokens(self, samples: Sequence[Sample]) -> int:
+        """The tokens `_micro_batches` would run, without running them (a skipped update still reports
+        what an update of its batch costs: aac.preflight's update tokens)."""
+        if self.cfg.prefix_sharing:
+            return sum(len(row.tokens) for row in pack_plan([s.prompt_ids + s.completion_ids for s in samples],
+                                                              self.cfg.micro_batch_tokens))
+        return sum(len(s) for s in samples)
+
     def _logps(self, batch: MicroBatch | PackedBatch) -> torch.Tensor:
         if isinstance(batch, PackedBatch):
             return packed_logps(self.backend, self.head, batch, self.cfg.logprob_chunk)
@@ -263,7 +271,7 @@ class Learner:
         if not samples:
             raise ValueError("Learner.update: no samples")
         if all(s.advantage == 0.0 for s in samples):
-            return {**dict.fromkeys(LOSS_METRICS + SAMPLING_METRICS, math.nan), "tokens": sum(len(s) for s in samples),
+            return {**dict.fromkeys(LOSS_METRICS + SAMPLING_METRICS, math.nan), "tokens": self._planned_tokens(samples),
                     "loss_tokens": sum(len(s.completion_ids) for s in samples), "micro_batches": 0,
                     "minibatches": 0, "tokens_per_s": 0.0, "grad_norm": math.nan, "skipped": True,
                     "steps": self.steps, "per_minibatch": []}

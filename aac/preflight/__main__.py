@@ -38,8 +38,8 @@ def _step_row(m: dict[str, Any], wall_s: float) -> dict[str, Any]:
     generated = int(m["rollout/generated_tokens"])
     row = {"wall_s": round(wall_s, 2), **{k[5:]: round(v, 2) for k, v in m.items() if k.startswith("time/")},
            "turns": int(m["rollout/turns"]), "generated_tokens": generated, "prompt_tokens": int(m["rollout/prompt_tokens"]),
-           # a skipped update (all advantages zero) ran no forward: its token count is not the prefix tree's
-           "update_tokens": None if m.get("update/skipped") else m.get("update/tokens"),
+           # a skipped update (all advantages zero) ran nothing: its count is what its micro-batches would run
+           "update_tokens": m.get("update/tokens"), "turns_per_episode": m.get("episode/turns_mean"),
            "loss_tokens": m.get("update/loss_tokens"),
            "off_policy_lag": m.get("offpolicy/lag"),  # 1: this step's rollout ran during the previous update
            "sync_logprob_gap": None if m.get("sync/logprob_gap") is None else float(f"{m['sync/logprob_gap']:.3g}"),
