@@ -181,11 +181,14 @@ def test_sync_tolerance_bounds_the_weights_an_engine_may_serve(tmp_path, tiny_mo
     engine = make_engine("hf", tiny_model_path, max_model_len=256, seed=0)
     run = SimpleNamespace(learner=learner, actor=engine)
     sync = AdapterSync(run, tmp_path, sync_adapter=True, check_sync=True, tolerance=FP32_TOLERANCE, keep=2)
-    sync.sync(0)
+    assert "time/sync_check_s" not in sync.sync(0)  # nothing to check: no time
     chat = [{"role": "user", "content": "Describe test_func."}]
     out = engine.generate([GenRequest(chat, Sampling(temperature=0.0, max_tokens=16), ACTOR)])[0]
     probe = [(out.prompt_ids, out.token_ids)]
-    assert sync.sync(1, probe)["sync/logprob_gap"] < 1e-4  # the learner's own adapter
+    checked = sync.sync(1, probe, sync.probe_before(probe))
+    assert checked["sync/logprob_gap"] < 1e-4  # the learner's own adapter
+    # the check's cost, the probe before the update included, apart from the sync's
+    assert 0 < checked["time/sync_check_s"] and "sync/logprob_gap_previous" in checked
     other = make_random_lora(tiny_model_path, seed=3, std=0.5)
     sync.sync_adapter = False  # the learner's v2 is saved, the engine gets other weights under that number
     engine.load_adapter(ACTOR, other, 2)

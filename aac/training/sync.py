@@ -78,6 +78,7 @@ class AdapterSync:
                  keep: int):
         self.run, self.adapters = run, adapters
         self.sync_adapter, self.check_sync, self.tolerance, self.keep = sync_adapter, check_sync, tolerance, keep
+        self.timing: dict[str, float] = {}  # the check's seconds since the last sync (probe_before included)
 
     def path(self, version: int) -> Path:
         return self.adapters / f"v{version:06d}"
@@ -86,7 +87,8 @@ class AdapterSync:
         """The learner's log-probs of `probe` under the weights about to be replaced."""
         if not probe or not self.check_sync:
             return None
-        return [self.run.learner.token_logprobs(p, c) for p, c in probe]
+        with timed(self.timing, "time/sync_check_s"):
+            return [self.run.learner.token_logprobs(p, c) for p, c in probe]
 
     def load(self, version: int) -> None:
         """Serve the saved `version` (a fresh or rebuilt engine, or a resumed run)."""
@@ -111,8 +113,11 @@ class AdapterSync:
                     raise SyncError(f"the {name} serves adapter v{served} after v{version} was handed to it: "
                                     "it is serving a stale adapter")
         if probe and self.check_sync:
-            out.update(self._check(version, probe, before))
+            with timed(self.timing, "time/sync_check_s"):
+                out.update(self._check(version, probe, before))
         self._prune(version)
+        out.update(self.timing)
+        self.timing = {}
         return out
 
     def _check(self, version: int, probe: Probe, before: Optional[list[list[float]]]) -> dict[str, float]:
