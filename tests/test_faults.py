@@ -196,3 +196,21 @@ def test_sync_tolerance_bounds_the_weights_an_engine_may_serve(tmp_path, tiny_mo
         sync.sync(2, probe)
     sync.tolerance = 100.0
     assert sync.sync(2, probe)["sync/logprob_gap"] > FP32_TOLERANCE
+
+
+def test_sync_probe_tokens_sets_how_many_turns_the_check_scores():
+    """`sync_probe_tokens`: turns are taken longest first until they hold that many generated tokens
+    (smollm2_cpu's 32 takes its longest turn alone: a third of the check's time at 128)."""
+    from types import SimpleNamespace
+
+    from aac.training.sync import probe_of
+
+    turn = lambda n: SimpleNamespace(prompt_ids=[1] * 300, token_ids=list(range(n)))  # noqa: E731
+    batch = SimpleNamespace(episodes=[SimpleNamespace(turns=[turn(24), turn(48), turn(0)]),
+                                      SimpleNamespace(turns=[turn(32), turn(48), turn(12)])])
+    assert [len(c) for _, c in probe_of(batch, 32)] == [48]
+    assert [len(c) for _, c in probe_of(batch, 128)] == [48, 48, 32]
+    assert sum(len(c) for _, c in probe_of(batch, 1000)) == 164  # every turn that generated tokens
+    from aac.config import compose
+
+    assert compose("+recipe=smollm2_cpu").sync_probe_tokens == 32 and compose().sync_probe_tokens == 128
