@@ -158,3 +158,25 @@ def test_a_local_part_leaves_the_episode_return_and_stays_in_the_step_advantage(
     assert step_advantages(group, "turn", 1.0, EPS)[1][0] < 0 < step_advantages(group, "turn", 1.0, EPS, local)[1][0]
     with pytest.raises(ValueError, match="needs the turn estimator"):
         step_advantages(group, "episode", 1.0, EPS, local)
+
+
+def test_the_trainer_keeps_format_penalties_out_of_the_return_when_told():
+    """`rewards.format_in_return` as the Trainer reads it: each turn's `format_penalty` (set by the rollout
+    worker) leaves the episode return under false; under true the erring episode is marked down everywhere."""
+    from types import SimpleNamespace
+
+    from aac.config import compose
+    from aac.rollout.workers import RolloutBatch, ScoredEpisode, ScoredTurn
+    from aac.training import Trainer
+
+    def episode(key: int, reflect_reward: float) -> ScoredEpisode:
+        turns = [ScoredTurn(Phase(kind), [1], [2], [0.0], None, reward != -0.5, reward,
+                            format_penalty=-0.5 if reward == -0.5 else 0.0)
+                 for kind, reward in ((R, 0.5), (I, 0.025), (F, reflect_reward))]
+        return ScoredEpisode(key, "f", 0, turns, 1, True, False, "h")
+
+    batch = RolloutBatch([episode(0, 0.0), episode(1, -0.5)])
+    advantages = {flag: Trainer.advantages(SimpleNamespace(cfg=compose(f"rewards.format_in_return={flag}")), batch)
+                  for flag in ("true", "false")}
+    assert advantages["true"][1][0] == pytest.approx(-1.0, abs=1e-4)  # its plan pays for the broken reflect
+    assert advantages["false"][1][0] == 0.0 and advantages["false"][1][2] == pytest.approx(-1.0, abs=1e-4)
