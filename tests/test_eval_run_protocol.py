@@ -56,6 +56,9 @@ def test_a_checkpoint_of_a_run_takes_the_runs_protocol_unless_set(tmp_path, capl
     assert (cfg.rollout.lora_mode, cfg.model.max_model_len, e.judge_scoring) == ("merged", 2048, "logprob")
     assert (e.max_calls, e.history_window, e.limit) == (25, 10, 8)  # the eval's own setting stays
     assert not found.differs and "prompt_style=compact" in found.line()
+    # the prompt layout too: a run trained under shared_first is evaluated under it
+    shared, _ = _training_run(tmp_path / "shared", "env.prompt_layout=shared_first")
+    assert apply_run_protocol(_eval_cfg(*args), shared, rewrite_aliases(args))[0].env.prompt_layout == "shared_first"
     # without the run: the paper's protocol of the plain eval config
     plain = _eval_cfg(*args)
     assert (plain.env.prompt_style, dict(plain.eval.stop_per_phase), plain.eval.max_tokens_per_turn) == ("paper", {}, 1024)

@@ -6,7 +6,7 @@ folder, its `adapter/`, or a synced `adapters/vN`), or `eval.protocol_from=OUT` 
 model under a tuned run's protocol, for a paired comparison), the eval takes from that config every
 key below that its own command line does not set:
 
-- the protocol (`PROTOCOL`): the model, the domain, the prompt style and answer cues, the observation
+- the protocol (`PROTOCOL`): the model, the domain, the prompt style, layout and answer cues, the observation
   clips, and the token budgets and stop strings of each turn: the run's rollouts' (`rollout.*`), or for
   an SFT run the setting its traces were played in (its `eval.*`);
 - how the run served and scored its model (`SERVING`): dtype, context length, engine kind, LoRA mode,
@@ -34,7 +34,8 @@ RUN_CONFIG = Path(".hydra") / "config.yaml"  # where Hydra saves a run's compose
 # eval key -> the run's key it comes from ({phase}: rollout for aac.train, eval for an SFT run)
 PROTOCOL = {
     "model.name": "model.name", "model.chat_template_kwargs": "model.chat_template_kwargs",
-    "env.domain": "env.domain", "env.prompt_style": "env.prompt_style", "env.answer_cues": "env.answer_cues",
+    "env.domain": "env.domain", "env.prompt_style": "env.prompt_style", "env.prompt_layout": "env.prompt_layout",
+    "env.answer_cues": "env.answer_cues",
     "env.max_observation_chars": "env.max_observation_chars", "env.max_window_chars": "env.max_window_chars",
     "eval.max_tokens_per_turn": "{phase}.max_tokens_per_turn",
     "eval.max_tokens_per_phase": "{phase}.max_tokens_per_phase", "eval.stop_per_phase": "{phase}.stop_per_phase",
