@@ -31,7 +31,7 @@ from aac.learner.allocator import check_process_env, set_mmap_threshold
 from aac.learner.backends import make_backend
 from aac.learner.batching import MicroBatch, Sample, collate, completion_logps, plan_micro_batches
 from aac.learner.grpo import grpo_loss, truncated_is_weight
-from aac.learner.packing import PackedBatch, collate_packed, pack_plan
+from aac.learner.packing import PackedBatch, PackedRow, collate_packed, pack_plan
 from aac.learner.policy import add_lora, load_adapter_weights, load_base_model, packed_logps, token_logps
 from aac.learner.sft_loss import sft_loss
 from aac.learner.tree_attention import use_prefix_tree
@@ -184,7 +184,7 @@ class Learner:
         """(sample indices, their micro-batch on the device): prefix-shared rows or padded rows."""
         cfg = self.cfg
         if cfg.prefix_sharing:
-            for row in pack_plan([s.prompt_ids + s.completion_ids for s in samples], cfg.micro_batch_tokens):
+            for row in self._plan(samples):
                 part = [samples[i] for i in row.samples]
                 old = None if old_logprobs is None else [old_logprobs[i] for i in row.samples]
                 batch = collate_packed(row, [len(s.prompt_ids) for s in part], [s.sampling_logprobs for s in part],
@@ -195,12 +195,15 @@ class Learner:
             old = None if old_logprobs is None else [old_logprobs[i] for i in indices]
             yield indices, collate([samples[i] for i in indices], self.pad_id, old).to(self.device)
 
+    def _plan(self, samples: Sequence[Sample]) -> list[PackedRow]:
+        """The prefix-shared rows `_micro_batches` runs."""
+        return pack_plan([s.prompt_ids + s.completion_ids for s in samples], self.cfg.micro_batch_tokens)
+
     def _planned_tokens(self, samples: Sequence[Sample]) -> int:
         """The tokens `_micro_batches` would run, without running them (a skipped update still reports
         what an update of its batch costs: aac.preflight's update tokens)."""
         if self.cfg.prefix_sharing:
-            return sum(len(row.tokens) for row in pack_plan([s.prompt_ids + s.completion_ids for s in samples],
-                                                              self.cfg.micro_batch_tokens))
+            return sum(len(row.tokens) for row in self._plan(samples))
         return sum(len(s) for s in samples)
 
     def _logps(self, batch: MicroBatch | PackedBatch) -> torch.Tensor:

@@ -45,7 +45,7 @@ def format_penalty(step: StepRecord, cfg: RewardConfig) -> float:
 
 def input_reward(step: StepRecord, cfg: RewardConfig) -> float:
     """`format_penalty` if the input or its call failed, else lambda_h / (2 T_max); plus r_len."""
-    outcome = format_penalty(step, cfg) if _failed(step) else cfg.lambda_h / (2 * cfg.t_max)
+    outcome = -cfg.p_parse if _failed(step) else cfg.lambda_h / (2 * cfg.t_max)
     return outcome + length_penalty(step.response, cfg.tau_input)
 
 
