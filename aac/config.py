@@ -40,6 +40,7 @@ CriticMode = _choice("CriticMode", "privileged", "symmetric")
 CriticKind = _choice("CriticKind", "llm", "scripted")
 CriticScoring = _choice("CriticScoring", "generate", "logprob")
 Informativeness = _choice("Informativeness", "judge", "coverage")
+ScriptedRule = _choice("ScriptedRule", "arcs", "coverage")
 EngineKind = _choice("EngineKind", "vllm", "hf", "openai")
 LoRAMode = _choice("LoRAMode", "adapter", "merged")
 Schedule = _choice("Schedule", "aac_potential", "aac", "final", "sym_info", "no_informativeness")
@@ -158,6 +159,11 @@ class CriticConfig:
     # at the scripted_k-th call that reaches new branch arcs
     kind: CriticKind = CriticKind.llm
     scripted_k: int = 3
+    # what makes a call informative to the scripted critic, beside a new input: arcs: it reaches branch arcs
+    # the earlier inputs did not | coverage: that, or a result not seen before (the coverage score > 0, the
+    # rule of aac/eval/informative.py): the one a 135M model's calls can meet (its calls rarely reach arcs
+    # beyond the context example's: benchmarks/RESULTS.md, "What the embedded default learns")
+    scripted_rule: ScriptedRule = ScriptedRule.arcs
     mode: CriticMode = CriticMode.privileged  # symmetric: the SYM-INFO ablation
     # None: the actor's base model, served by the same engine (adapter off)
     model: Optional[str] = None

@@ -5,7 +5,9 @@ It holds the function's source and grades by what the calls explored, measured i
 the same coverage machinery as `critic.informativeness=coverage` (aac/critic/coverage.py):
 - a call is *informative* when its input is new in the episode and it reaches branch arcs of the
   true function that the earlier inputs (the context examples included) did not; a function
-  without branch arcs has no informative call;
+  without branch arcs has no informative call. Under `critic.scripted_rule=coverage`, a new result
+  (beside the earlier calls' results) makes it informative too: the coverage score is above 0, as in
+  aac/eval/informative.py;
 - informativeness of a plan: 1.0 if the call it led to (`Judgment.query`) was informative, else 0.0;
 - hypothesis quality after n informative calls (`Judgment.observations`, past the context examples):
   `stop_threshold * n / K` while n < K, 1.0 from n = K on (K = `critic.scripted_k`). So the stop
@@ -35,8 +37,10 @@ class ScriptedCritic(Counted):
     def __init__(self, cfg: CriticConfig, *, stop_threshold: float, caller: Optional[Caller] = None,
                  coverage: Optional[CoverageInformativeness] = None) -> None:
         self.k = cfg.scripted_k
+        self.rule = cfg.scripted_rule
         self.stop_threshold = stop_threshold
-        self.coverage = coverage or CoverageInformativeness(caller, call_timeout_s=cfg.coverage_call_timeout_s)
+        self.coverage = coverage or CoverageInformativeness(caller, output_weight=cfg.coverage_output_weight,
+                                                            call_timeout_s=cfg.coverage_call_timeout_s)
         self._counters = _Counters()
         self._lock = threading.Lock()
 
@@ -74,11 +78,16 @@ class ScriptedCritic(Counted):
                          text="", query=j.observations[i].input) for i in range(first, len(j.observations))]
 
     def _informative(self, call: Judgment) -> Optional[bool]:
-        arcs = self.coverage.new_branch_arcs(call)
-        if arcs is None:
+        if self.rule == "coverage":
+            score = self.coverage.score([call])[0]
+            reached = None if score is None else score > 0
+        else:
+            arcs = self.coverage.new_branch_arcs(call)
+            reached = None if arcs is None else bool(arcs[1])
+        if reached is None:
             return None
         earlier = {o.input.strip() for o in call.observations}
-        return call.query.strip() not in earlier and bool(arcs[1])
+        return call.query.strip() not in earlier and reached
 
     def close(self) -> None:
         self.coverage.close()
