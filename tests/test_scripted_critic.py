@@ -49,19 +49,23 @@ def test_a_function_that_cannot_be_measured_is_masked(critic):
     assert critic.score([Judgment("hypothesis", inst, "h", obs, "")]) == [None]
 
 
-@pytest.mark.parametrize("rule, informative, quality", [("arcs", [0.0, 0.0, 0.0], 0.0), ("coverage", [0.0, 1.0, 0.0], 1.0)])
+@pytest.mark.parametrize("rule, informative, quality",
+                         [("arcs", [0.0, 0.0, 0.0, 0.0], 0.0), ("coverage", [0.0, 1.0, 0.0, 0.0], 1.0)])
 def test_the_coverage_rule_counts_a_new_result_as_informative(rule, informative, quality):
     """`critic.scripted_rule`: on a function without branch arcs no call reaches new arcs, so under `arcs` no
-    call is informative and no stop is ever right; under `coverage` a new input with a new result is."""
+    call is informative and no stop is ever right; under `coverage` a new input with a new result is, unless
+    the call raised (a new exception type is a new result to the eval's count, not to the reward)."""
     cfg = compose("critic.kind=scripted", "critic.scripted_k=1", f"critic.scripted_rule={rule}").critic
     row = dict(branch_rows(1)[0], test_func_validated="def test_func(arg0):\n    return arg0 % 3\n")
     inst = Instance.from_row(row, 0)
     caller = sandbox_caller(None)
-    inputs = ["(1,)", "(3,)", "(4,)", "(5,)", "(8,)"]  # two context examples, then results 1 (seen), 2 (new), 2
-    obs = [Observation(x, caller(inst.code, x, 2.0).output_repr, None) for x in inputs]
+    # two context examples, then results 1 (seen), 2 (new), 2 again, and a TypeError (wrong arity)
+    inputs = ["(1,)", "(3,)", "(4,)", "(5,)", "(8,)", "(1, 2)"]
+    obs = [Observation(x, caller(inst.code, x, 2.0).output_repr, caller(inst.code, x, 2.0).error) for x in inputs]
+    assert obs[-1].error is not None
     c = make_critic(None, cfg, caller=caller, stop_threshold=0.7)
     try:
-        plans = [Judgment("informativeness", inst, "", obs[:k], "plan", query=obs[k].input) for k in (2, 3, 4)]
+        plans = [Judgment("informativeness", inst, "", obs[:k], "plan", query=obs[k].input) for k in (2, 3, 4, 5)]
         scores = c.score([*plans, Judgment("hypothesis", inst, "h", obs, "")])
     finally:
         c.close()
