@@ -31,8 +31,10 @@ from pathlib import Path
 import numpy as np
 
 ARMS = ("aac", "control")
+FAILED_INPUTS = "input/failed_rate"  # derived from reward/input_mean (`with_failed_inputs`)
 METRICS = {  # what is tabled and plotted: metric key -> label
     "parse_fail/input_rate": "input format errors (share of input turns)",
+    FAILED_INPUTS: "failed inputs (no parse, or the call raised; share of input turns)",
     "parse_fail/reflect_rate": "reflect format errors (share of reflect turns)",
     "calls/informative_per_episode": "informative calls per episode",
     "episode/queries_mean": "queries per episode",
@@ -90,6 +92,16 @@ def run_one(job: tuple[list[str], Path, bool]) -> list[dict]:
     (out / RUN_CONFIG).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, out / RUN_CONFIG)  # as `python -m aac.train` saves it: `aac.eval checkpoint=` plays its protocol
     return train_and_read(Measured(cfg, out), out)
+
+
+def with_failed_inputs(rows: list[dict], cfg) -> list[dict]:
+    """Each row with the share of input turns that failed (no parse, or a call that raised or timed out). An input
+    turn's reward is -p_parse if it failed, else lambda_h / (2 T_max): the recipe's 24-token inputs are far below
+    tau_input's 30 words, so no length term, and the mean reward gives the share exactly (runs logged before it
+    was a metric included)."""
+    ok = cfg.lambda_h / (2 * cfg.t_max)
+    return [{**r, FAILED_INPUTS: (ok - r["reward/input_mean"]) / (ok + cfg.p_parse)}
+            if r.get("reward/input_mean") is not None else r for r in rows]
 
 
 def _window_mean(rows: list[dict], key: str, part: slice) -> float:
@@ -153,7 +165,10 @@ def main() -> None:
         with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
             pool.map(run_one, [([*common, f"seed={seed}", f"out_dir={d}"], d, arm == "control")
                                for (seed, arm), d in todo], chunksize=1)
-    done = [read(d / "metrics.jsonl") for d in dirs]
+    from aac.config import compose
+
+    rewards = compose("+recipe=smollm2_cpu", *args.set).rewards
+    done = [with_failed_inputs(read(d / "metrics.jsonl"), rewards) for d in dirs]
     pairs = [seed for seed in range(args.seeds) if all(done[jobs.index((seed, arm))] for arm in ARMS)]
     steps = min(len(done[jobs.index((seed, arm))]) for seed in pairs for arm in ARMS) if pairs else 0
     if steps < 2 * args.window:
@@ -179,7 +194,7 @@ def main() -> None:
     from bench_behaviour import plot  # the same panels: mean over seeds and the min-max band
 
     plot({f"{arm} ({len(runs)} seeds)": runs for arm, runs in results.items()}, args.out / "demo_learning.png",
-         METRICS, (2, 3))
+         METRICS, (2, 4))
     print(f"wrote {args.out / 'summary.json'} and {args.out / 'demo_learning.png'}")
 
 

@@ -1,0 +1,137 @@
+"""What the tuned adapters of `bench_demo_learning.py` do on held-out functions, beside their base (issue 31).
+
+The training-time measurement reads 4 episodes of one function a step, so a 3-seed mean moves by ±0.15-0.19
+under no learning. Here each seed's last checkpoint and the base model (the zero-advantage control's policy:
+the control never updates) play every function of the held-out split --repeats times, sampled at the
+training temperature (1.0; greedy, both make one call and stop on nearly every function) and under the
+training protocol (`aac.eval checkpoint=`/`protocol_from=`: prompts, per-phase caps, stop strings,
+`eval.max_calls` = the run's 4 cycles). Per function: the tuned seeds' mean minus the base's mean, so which
+function is hard cancels; the table gives the mean over functions and a 95% bootstrap interval over them.
+
+Behaviour only, from the episodes: input and reflect format errors (share of the phase's turns whose reply did
+not parse, as training's `parse_fail/*_rate`), failed calls (share of parsed inputs whose call raised or timed
+out), queries and informative calls per episode (aac/eval/informative.py: new branch arcs or a new result, an
+exception type counting as a result), concluded %. `--tabulate` reads the plays already in OUT/heldout.
+
+    python benchmarks/bench_demo_heldout.py runs/demo_learning --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+METRICS = {
+    "input_errors": "input format errors (share of input turns)",
+    "failed_calls": "failed calls (share of parsed inputs)",
+    "reflect_errors": "reflect format errors (share of reflect turns)",
+    "queries": "queries / episode",
+    "informative": "informative calls / episode",
+    "concluded": "concluded (share of episodes)",
+}
+
+
+def play(run: Path, tuned: bool, repeat: int, out: Path, tabulate: bool) -> Path:
+    """One sampled `aac.eval` of `run`'s checkpoint (or of its base under its protocol), resumable."""
+    if tabulate:
+        return out
+    from aac.config import compose
+    from aac.eval.config import rewrite_aliases
+    from aac.eval.harness import evaluate
+
+    which = f"checkpoint={run}" if tuned else f"protocol_from={run}"
+    overrides = rewrite_aliases([which, "eval.max_calls=4", "eval.temperature=1.0", "eval.judge_scoring=logprob",
+                                 "eval.code_match=false", f"seed={repeat}", f"out_dir={out}", f"name={out.name}"])
+    evaluate(compose(*overrides, config_name="eval_config"), overrides=overrides)
+    return out
+
+
+def episode_row(ep: dict, informative: int) -> dict:
+    """The behaviour of one held-out episode."""
+    steps = ep["steps"]
+    inputs = [s for s in steps if s["phase"] == "input"]
+    reflects = [s for s in steps if s["phase"] == "reflect"]
+    calls = [s["call"] for s in inputs if s["parse_ok"]]
+    return {"input_errors": float(np.mean([not s["parse_ok"] for s in inputs])) if inputs else None,
+            "failed_calls": float(np.mean([c is None or c["kind"] != "ok" for c in calls])) if calls else None,
+            "reflect_errors": float(np.mean([not s["parse_ok"] for s in reflects])) if reflects else None,
+            "queries": ep["num_queries"], "informative": informative, "concluded": float(ep["concluded"])}
+
+
+def read_run(d: Path) -> dict[str, list[dict]]:
+    """uid -> its episodes' behaviour rows."""
+    scores = {}
+    for line in (d / "scores.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        scores[s["uid"]] = s.get("informative_calls")
+    rows: dict[str, list[dict]] = {}
+    for line in (d / "episodes.jsonl").read_text().splitlines():
+        ep = json.loads(line)
+        if scores.get(ep["uid"]) is not None:
+            rows.setdefault(ep["uid"], []).append(episode_row(ep, scores[ep["uid"]]))
+    return rows
+
+
+def per_function(runs: list[dict[str, list[dict]]], key: str) -> dict[str, float]:
+    """uid -> the mean of `key` over every episode of `runs` on it (None values left out)."""
+    pooled: dict[str, list[float]] = {}
+    for rows in runs:
+        for uid, eps in rows.items():
+            pooled.setdefault(uid, []).extend(e[key] for e in eps if e[key] is not None)
+    return {u: float(np.mean(v)) for u, v in pooled.items() if v}
+
+
+def paired(base: dict[str, float], tuned: dict[str, float], resamples: int = 10_000) -> tuple[float, float, float, int]:
+    """Mean over common functions of tuned - base, and its 95% bootstrap interval over functions."""
+    common = sorted(set(base) & set(tuned))
+    diffs = np.array([tuned[u] - base[u] for u in common])
+    rng = np.random.default_rng(0)
+    boots = diffs[rng.integers(0, len(diffs), (resamples, len(diffs)))].mean(axis=1)
+    return float(diffs.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)), len(common)
+
+
+def table(base: list[dict], tuned: dict[int, list[dict]]) -> str:
+    n_base = sum(len(v) for r in base for v in r.values())
+    n_tuned = sum(len(v) for runs in tuned.values() for r in runs for v in r.values())
+    lines = [f"held-out split, sampled (T=1): base {n_base} episodes, tuned {n_tuned} ({len(tuned)} seeds)", "",
+             "| metric | base | tuned | tuned - base, paired by function [95% CI] | per seed |", "|---|---:|---:|---|---|"]
+    for key, label in METRICS.items():
+        b = per_function(base, key)
+        t = per_function([r for runs in tuned.values() for r in runs], key)
+        mean, lo, hi, n = paired(b, t)
+        seeds = ", ".join(f"{paired(b, per_function(runs, key))[0]:+.2f}" for runs in tuned.values())
+        lines.append(f"| {label} | {np.mean([b[u] for u in t if u in b]):.2f} | {np.mean([t[u] for u in b if u in t]):.2f} "
+                     f"| **{mean:+.2f}** [{lo:+.2f}, {hi:+.2f}] over {n} functions | {seeds} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, help="a bench_demo_learning.py --out (its aac_seed* runs)")
+    ap.add_argument("--repeats", type=int, default=3, help="sampled plays of the split per policy")
+    ap.add_argument("--tabulate", action="store_true", help="no plays: table the plays in OUT/heldout")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    seeds = sorted(int(d.name.removeprefix("aac_seed")) for d in args.out.glob("aac_seed*")
+                   if (d / "checkpoints" / "latest").exists())
+    if not seeds:
+        raise SystemExit(f"no finished aac_seed* run with a checkpoint in {args.out}")
+    started = time.perf_counter()
+    heldout = args.out / "heldout"
+    # the base under the first seed's protocol: every seed's run has the same protocol
+    base = [read_run(play(args.out / f"aac_seed{seeds[0]}", False, r, heldout / f"base_r{r}", args.tabulate))
+            for r in range(args.repeats)]
+    tuned = {s: [read_run(play(args.out / f"aac_seed{s}", True, r, heldout / f"tuned_seed{s}_r{r}", args.tabulate))
+                 for r in range(args.repeats)] for s in seeds}
+    text = table(base, tuned) + f"\n\n{time.perf_counter() - started:.0f} s (finished plays are not redone)"
+    (heldout / "table.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
