@@ -10,8 +10,8 @@ function is hard cancels; the table gives the mean over functions and a 95% boot
 
 Behaviour only, from the episodes: input and reflect format errors (share of the phase's turns whose reply did
 not parse, as training's `parse_fail/*_rate`), failed calls (share of parsed inputs whose call raised or timed
-out), queries and informative calls per episode (aac/eval/informative.py: new branch arcs or a new result, an
-exception type counting as a result), concluded %. `--tabulate` reads the plays already in OUT/heldout.
+out), queries and informative calls per episode (aac/eval/informative.py: new branch arcs or a new result from a
+call that returned), concluded %. `--tabulate` reads the plays already in OUT/heldout.
 
     python benchmarks/bench_demo_heldout.py runs/demo_learning --repeats 3
 """

@@ -361,6 +361,9 @@ def test_coverage_informativeness_pays_new_branches_and_new_results_on_a_built_r
         assert comma_again == pytest.approx(0.5) and letters == pytest.approx(0.5 * 1 / 4 + 0.5)
         repeated = asked("('ab,cd',)", ["('ab,cd',)"])
         assert scorer.score([repeated, repeated]) == [0.0, 0.0]  # identical repeated queries: nothing new
+        # a call that raised (wrong arity; a TypeError not seen before) observed nothing, as the reward says
+        assert caller(inst.code, "('ab,cd', 1)", 5.0).error.startswith("TypeError")
+        assert scorer.score([asked("('ab,cd', 1)")]) == [0.0]
     finally:
         scorer.close()
     # the output weight is a real knob: w = 0 pays arcs only, w = 1 results only

@@ -13,10 +13,10 @@ from aac.eval.informative import count_informative
 def test_counts_queries_reaching_new_branches_or_results():
     """HumanEval/125 splits on spaces, else on commas, else counts letters; both context examples
     hold a space. A comma input (new branch), the same again (nothing new), a new letters-only input
-    (the last branch), a context example again (nothing new): 2 of 4."""
+    (the last branch), a context example again (nothing new), a call that raised (wrong arity): 2 of 5."""
     inst = next(i for i in load_instances("builtin:humaneval", split="test") if i.uid == "HumanEval/125")
     caller = sandbox_caller(None)
-    queries = ["('ab,cd',)", "('ab,cd',)", "('abcdef',)", inst.train_examples[0][0]]
+    queries = ["('ab,cd',)", "('ab,cd',)", "('abcdef',)", inst.train_examples[0][0], "('ab', 'cd')"]
     results = [caller(inst.code, q, 5.0) for q in queries]
     record = {"mode": "interactive", "num_queries": len(queries),
               "observations": [[inp, example_repr(out, 300), None] for inp, out in inst.train_examples]

@@ -8,11 +8,14 @@ episode made before it (`Judgment.observations`, context examples included):
             + w * (1 if the call's result was not seen before in the episode, else 0)
 
 with w = `critic.coverage_output_weight`. A function without branch arcs scores the output term
-alone (scaled to 1). A judgment with no call (query None) scores 0: nothing was explored. The arcs
+alone (scaled to 1). A judgment with no call (query None) scores 0: nothing was explored; so does a
+call that raised or timed out, which the reward counts a format failure with nothing observed
+(aac/rewards/terms.py): paid as a new result (its exception type), a 135M actor's wrong-arity TypeError
+earned its plan as much as the input turn lost, so a failing call cost nothing (issue 31). The arcs
 come from the builder's `CoverageRunner` (coverage.py with branch=True, in a forked, rlimited
 helper); the validator the dataset prepends (`validate_input_args`) is not the true function, so its
 arcs do not count. The result comes from the sandbox (the `caller`), compared through the one output
-normalisation; an error counts as its exception type.
+normalisation (an earlier call's error as its exception type).
 
 How this differs from the paper: the paper's critic LLM rates the reasoning turn's *plan* (0-9)
 against the current hypothesis, before the call is made. This scores the *realised* call (so an input
@@ -133,6 +136,8 @@ class CoverageInformativeness:
             return None
         branch, new = arcs
         call = self.caller(j.instance.code, j.query, self.call_timeout_s)
+        if not call.ok:
+            return 0.0
         new_result = result_key(call.output_repr, call.error) not in {
             result_key(o.output_repr, o.error) for o in j.observations}
         if not branch:

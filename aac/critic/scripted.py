@@ -6,9 +6,8 @@ the same coverage machinery as `critic.informativeness=coverage` (aac/critic/cov
 - a call is *informative* when its input is new in the episode and it reaches branch arcs of the
   true function that the earlier inputs (the context examples included) did not; a function
   without branch arcs has no informative call. Under `critic.scripted_rule=coverage`, a new result
-  (beside the earlier calls' results) makes it informative too, as in aac/eval/informative.py, but only
-  from a call that returned: the reward counts a call that raised or timed out as a format failure, with
-  nothing observed (a 135M actor's wrong-arity TypeError is not news about the function);
+  (beside the earlier calls' results) makes it informative too (the coverage score is above 0, the rule of
+  aac/eval/informative.py: a call that raised or timed out never is);
 - informativeness of a plan: 1.0 if the call it led to (`Judgment.query`) was informative, else 0.0;
 - hypothesis quality after n informative calls (`Judgment.observations`, past the context examples):
   `stop_threshold * n / K` while n < K, 1.0 from n = K on (K = `critic.scripted_k`). So the stop
@@ -80,9 +79,8 @@ class ScriptedCritic(Counted):
 
     def _informative(self, call: Judgment) -> Optional[bool]:
         if self.rule == "coverage":
-            score = self.coverage.score([call])[0]
-            returned = self.coverage.caller(call.instance.code, call.query, self.coverage.call_timeout_s).ok
-            reached = None if score is None else score > 0 and returned
+            score = self.coverage.score([call])[0]  # 0 for a call that raised or timed out
+            reached = None if score is None else score > 0
         else:
             arcs = self.coverage.new_branch_arcs(call)
             reached = None if arcs is None else bool(arcs[1])

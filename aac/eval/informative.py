@@ -3,9 +3,10 @@
 A call is informative when the coverage critic (`critic.informativeness=coverage`,
 aac/critic/coverage.py) scores it above 0: it reached branch arcs of the function that the episode's
 earlier calls (the context examples included) had not, or it returned a result not seen before in the
-episode (an exception counts as its type). The same rule scores plans in training, so a tuned actor's
-count here is the signal it was trained on, measured on held-out functions. PAU functions only (a
-stateful object's or a library's calls have no branch arcs of their own to measure): None elsewhere.
+episode; a call that raised or timed out is not (the reward counts it a format failure). The same rule
+scores plans in training, so a tuned actor's count here is the signal it was trained on, measured on
+held-out functions. PAU functions only (a stateful object's or a library's calls have no branch arcs of
+their own to measure): None elsewhere.
 """
 
 from __future__ import annotations
