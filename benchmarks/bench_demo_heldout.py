@@ -8,10 +8,10 @@ training protocol (`aac.eval checkpoint=`/`protocol_from=`: prompts, per-phase c
 `eval.max_calls` = the run's 4 cycles). Per function: the tuned seeds' mean minus the base's mean, so which
 function is hard cancels; the table gives the mean over functions and a 95% bootstrap interval over them.
 
-Behaviour only, from the episodes: input and reflect format errors (share of the phase's turns whose reply did
+Behaviour only, from the episodes (the plays are not scored: no judge): input and reflect format errors (share of the phase's turns whose reply did
 not parse, as training's `parse_fail/*_rate`), failed calls (share of parsed inputs whose call raised or timed
-out), queries and informative calls per episode (aac/eval/informative.py: new branch arcs or a new result from a
-call that returned), concluded %. `--tabulate` reads the plays already in OUT/heldout.
+out), queries and informative calls per episode (counted here by the current rule, aac/eval/informative.py: new
+branch arcs or a new result from a call that returned), concluded %. `--tabulate` reads the plays already in OUT/heldout.
 
     python benchmarks/bench_demo_heldout.py runs/demo_learning --repeats 3
 """
@@ -45,8 +45,8 @@ def play(run: Path, tuned: bool, repeat: int, out: Path, tabulate: bool) -> Path
     from aac.eval.harness import evaluate
 
     which = f"checkpoint={run}" if tuned else f"protocol_from={run}"
-    overrides = rewrite_aliases([which, "eval.max_calls=4", "eval.temperature=1.0", "eval.judge_scoring=logprob",
-                                 "eval.code_match=false", f"seed={repeat}", f"out_dir={out}", f"name={out.name}"])
+    overrides = rewrite_aliases([which, "eval.max_calls=4", "eval.temperature=1.0", "eval.score=false",
+                                 f"seed={repeat}", f"out_dir={out}", f"name={out.name}"])
     evaluate(compose(*overrides, config_name="eval_config"), overrides=overrides)
     return out
 
@@ -63,17 +63,14 @@ def episode_row(ep: dict, informative: int) -> dict:
             "queries": ep["num_queries"], "informative": informative, "concluded": float(ep["concluded"])}
 
 
-def read_run(d: Path) -> dict[str, list[dict]]:
+def read_episodes(d: Path, instances: dict, coverage) -> dict[str, list[dict]]:
     """uid -> its episodes' behaviour rows."""
-    scores = {}
-    for line in (d / "scores.jsonl").read_text().splitlines():
-        s = json.loads(line)
-        scores[s["uid"]] = s.get("informative_calls")
+    from aac.eval.informative import count_informative
+
     rows: dict[str, list[dict]] = {}
     for line in (d / "episodes.jsonl").read_text().splitlines():
         ep = json.loads(line)
-        if scores.get(ep["uid"]) is not None:
-            rows.setdefault(ep["uid"], []).append(episode_row(ep, scores[ep["uid"]]))
+        rows.setdefault(ep["uid"], []).append(episode_row(ep, count_informative(ep, instances[ep["uid"]], coverage)))
     return rows
 
 
@@ -123,11 +120,26 @@ def main() -> None:
         raise SystemExit(f"no finished aac_seed* run with a checkpoint in {args.out}")
     started = time.perf_counter()
     heldout = args.out / "heldout"
+    from omegaconf import OmegaConf
+
+    from aac.critic.coverage import CoverageInformativeness
+    from aac.datasets import load_instances
+    from aac.env.protocol import sandbox_caller
+    from aac.eval.run_protocol import RUN_CONFIG
+
+    data = OmegaConf.load(args.out / f"aac_seed{seeds[0]}" / RUN_CONFIG).env.data  # the eval's default data
+    instances = {i.uid: i for i in load_instances(data, split="test")}
+    coverage = CoverageInformativeness(sandbox_caller(None))
+
+    def read_run(d: Path) -> dict[str, list[dict]]:
+        return read_episodes(d, instances, coverage)
+
     # the base under the first seed's protocol: every seed's run has the same protocol
     base = [read_run(play(args.out / f"aac_seed{seeds[0]}", False, r, heldout / f"base_r{r}", args.tabulate))
             for r in range(args.repeats)]
     tuned = {s: [read_run(play(args.out / f"aac_seed{s}", True, r, heldout / f"tuned_seed{s}_r{r}", args.tabulate))
                  for r in range(args.repeats)] for s in seeds}
+    coverage.close()
     text = table(base, tuned) + f"\n\n{time.perf_counter() - started:.0f} s (finished plays are not redone)"
     (heldout / "table.md").write_text(text + "\n")
     print(text)
