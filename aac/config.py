@@ -136,6 +136,11 @@ class EnvConfig:
     # `Summary:`), prefilled in the prompt: cheaper and far more parsable replies from small models;
     # off for paper runs, so format-error rates stay comparable
     answer_cues: bool = False
+    # the input cue also opens the first argument as the first context example's does (`Input: ([` for a
+    # list, `Input: ('` for a string): SmolLM2-135M's calls otherwise copy the worked example's shape, and 85%
+    # of them raised a TypeError (wrong arity or type) on held-out functions, 30% with it (benchmarks/RESULTS.md,
+    # "What the embedded default learns"). Needs answer_cues
+    shaped_input_cue: bool = False
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
@@ -540,6 +545,8 @@ def validate(cfg: Any) -> None:
     if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
         raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
                           f"{cfg.rollout.max_lora_rank}: the engine could not load the adapter")
+    if cfg.env.shaped_input_cue and not cfg.env.answer_cues:
+        raise ConfigError("env.shaped_input_cue=true opens the input cue further: it needs env.answer_cues=true")
     if cfg.env.constrained_format and cfg.rollout.engine != "hf":
         raise ConfigError(f"env.constrained_format needs rollout.engine=hf (got {cfg.rollout.engine})")
     if cfg.env.constrained_format and cfg.env.prompt_style != "paper":

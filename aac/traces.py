@@ -116,7 +116,8 @@ def run_protocol(identity: dict, env: EnvConfig) -> ProtocolConfig:
     # a run's identity names its style and cues only where they left the paper's (older runs too)
     return replace(played, prompt_style=identity.get("prompt_style", "paper"),
                    prompt_layout=identity.get("prompt_layout", "per_turn"),
-                   answer_cues=identity.get("answer_cues", False))
+                   answer_cues=identity.get("answer_cues", False),
+                   shaped_input_cue=identity.get("shaped_input_cue", False))
 
 
 def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: EnvConfig,

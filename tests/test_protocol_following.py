@@ -262,3 +262,29 @@ def test_the_demo_recipe_plays_compact_prompts_with_cues_and_short_input_turns()
     budgets = {"reasoning": 32, "input": 24}
     assert cfg.rollout.max_tokens_per_phase == budgets and cfg.eval.max_tokens_per_phase == budgets
     assert cfg.critic.scoring == "logprob"  # one prefill per judgment on the CPU engine
+
+
+def test_the_shaped_input_cue_opens_the_first_argument_as_the_context_does():
+    """`env.shaped_input_cue`: `Input: ([` where the first context example's input opens with a list; the reply
+    continues it, and the same continuation under the plain cue is another input (three arguments)."""
+    from aac.env.protocol import Observation, _arg0_opening
+
+    assert INSTANCE.train_examples[0][0].startswith("([")
+    shaped = Episode(INSTANCE, ProtocolConfig(prompt_style="compact", answer_cues=True, shaped_input_cue=True),
+                     LocalCaller())
+    plain = Episode(INSTANCE, ProtocolConfig(prompt_style="compact", answer_cues=True), LocalCaller())
+    for ep in (shaped, plain):
+        ep.step("Try 4, 1 and 9.")
+    assert shaped.prompt()[-1] == {"role": "assistant", "content": "Input: (["}
+    a, b = shaped.step("4, 1, 9],)"), plain.step("4, 1, 9],)")
+    assert a.parsed == "([4, 1, 9],)" and a.call.output == [9, 4] and b.parsed != a.parsed
+    obs = [Observation("('ab', 2)", "'abab'")], [Observation("(3, [1])", "4")], [Observation('({"a": 1},)', "1")], []
+    assert [_arg0_opening(o) for o in obs] == ["'", "", "{", ""]  # a number opens nothing; no context, nothing
+    with pytest.raises(ConfigError, match="env.shaped_input_cue=true .* needs env.answer_cues=true"):
+        compose("env.shaped_input_cue=true")
+    cfg = compose("env.answer_cues=true", "env.shaped_input_cue=true")
+    from aac.eval.harness import run_identity
+
+    identity = run_identity(cfg, None)
+    assert identity["shaped_input_cue"] is True and run_protocol(identity, cfg.env).shaped_input_cue is True
+    assert "shaped_input_cue" not in run_identity(compose("env.answer_cues=true"), None)

@@ -72,6 +72,13 @@ _STYLES = {key: dict(zip(_CYCLE, builders)) for key, builders in _BUILDERS.items
 _ENV = EnvConfig()  # the schema's defaults, stated once there
 
 
+def _arg0_opening(context: list[Observation]) -> str:
+    """The bracket or quote that opens the first argument of the first context example's input (`[` of
+    `([1, 2], 3)`, `'` of `('ab',)`), or "" (a number, no context): what `shaped_input_cue` adds to the cue."""
+    first = context[0].input.strip() if context else ""
+    return first[1] if first.startswith("(") and len(first) > 1 and first[1] in "[{'\"" else ""
+
+
 @dataclass
 class ProtocolConfig:
     """What the protocol needs of `EnvConfig` (training, `from_env`) or `EvalConfig` (held-out,
@@ -93,6 +100,7 @@ class ProtocolConfig:
     prompt_style: str = str(_ENV.prompt_style)  # paper | compact (short prompts, a worked example as chat turns)
     prompt_layout: str = str(_ENV.prompt_layout)  # per_turn | shared_first (a cycle's shared text first)
     answer_cues: bool = _ENV.answer_cues  # open input and reflect replies with the style's answer cue (a prefill)
+    shaped_input_cue: bool = _ENV.shaped_input_cue  # the input cue opens arg0 as the first context example does
     input_literals: tuple[str, ...] | None = None  # constrained inputs' alphabet (None: aac.env.grammar.LITERALS)
 
     def __post_init__(self) -> None:
@@ -108,7 +116,8 @@ class ProtocolConfig:
                    max_observation_chars=env.max_observation_chars, max_window_chars=env.max_window_chars,
                    max_input_chars=env.sandbox.max_input_chars, max_input_depth=env.sandbox.max_input_depth,
                    constrained_format=env.constrained_format, prompt_style=str(env.prompt_style),
-                   prompt_layout=str(env.prompt_layout), answer_cues=bool(env.answer_cues), input_literals=env.input_literals)
+                   prompt_layout=str(env.prompt_layout), answer_cues=bool(env.answer_cues),
+                   shaped_input_cue=bool(env.shaped_input_cue), input_literals=env.input_literals)
 
     @classmethod
     def from_eval(cls, ev: EvalConfig, env: EnvConfig | None = None) -> ProtocolConfig:
@@ -147,6 +156,7 @@ class Episode:
         self._box = self.domain.open(instance, lambda *call: self.caller(*call))  # `caller` may be swapped
         self._wording = self.domain.wording(self.cfg.prompt_style)
         self._observations = self.domain.context(instance)
+        self._shape = _arg0_opening(self._observations)
         self._steps: list[StepRecord] = []
         self._phase = Phase.REASONING
         self._hypothesis = prompts.INITIAL_HYPOTHESIS
@@ -206,7 +216,10 @@ class Episode:
     @property
     def prefill(self) -> str:
         """The answer cue the current turn's reply continues ("" without answer cues)."""
-        return self._wording.cue(self._phase.value) if self.cfg.answer_cues else ""
+        cue = self._wording.cue(self._phase.value) if self.cfg.answer_cues else ""
+        if self.cfg.shaped_input_cue and cue.endswith("(") and self._shape:
+            return cue + self._shape
+        return cue
 
     def prompt(self) -> list[dict]:
         """The chat messages for the current turn (ending in the assistant's prefill when it has one)."""

@@ -23,7 +23,7 @@ from aac.progress import bar
 
 log = logging.getLogger("aac.eval")
 ACTOR_ADAPTER = "actor"
-PAPER_PROTOCOL = {"prompt_style": "paper", "prompt_layout": "per_turn", "answer_cues": False,
+PAPER_PROTOCOL = {"prompt_style": "paper", "prompt_layout": "per_turn", "answer_cues": False, "shaped_input_cue": False,
                   "max_tokens_per_phase": {}, "stop_per_phase": {}, "domain": "pau"}
 
 
@@ -72,7 +72,7 @@ def _protocol_identity(cfg: TrainConfig) -> dict:
     from aac.rollout.driver import phase_budgets, phase_stops
 
     chosen = {"prompt_style": str(cfg.env.prompt_style), "prompt_layout": str(cfg.env.prompt_layout),
-              "answer_cues": bool(cfg.env.answer_cues),
+              "answer_cues": bool(cfg.env.answer_cues), "shaped_input_cue": bool(cfg.env.shaped_input_cue),
               "max_tokens_per_phase": phase_budgets(cfg.eval),
               "stop_per_phase": {k: list(v) for k, v in phase_stops(cfg.eval).items()}, "domain": str(cfg.env.domain)}
     return {k: v for k, v in chosen.items() if v != PAPER_PROTOCOL[k]}

@@ -35,7 +35,7 @@ RUN_CONFIG = Path(".hydra") / "config.yaml"  # where Hydra saves a run's compose
 PROTOCOL = {
     "model.name": "model.name", "model.chat_template_kwargs": "model.chat_template_kwargs",
     "env.domain": "env.domain", "env.prompt_style": "env.prompt_style", "env.prompt_layout": "env.prompt_layout",
-    "env.answer_cues": "env.answer_cues",
+    "env.answer_cues": "env.answer_cues", "env.shaped_input_cue": "env.shaped_input_cue",
     "env.max_observation_chars": "env.max_observation_chars", "env.max_window_chars": "env.max_window_chars",
     "eval.max_tokens_per_turn": "{phase}.max_tokens_per_turn",
     "eval.max_tokens_per_phase": "{phase}.max_tokens_per_phase", "eval.stop_per_phase": "{phase}.stop_per_phase",
