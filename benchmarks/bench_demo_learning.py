@@ -147,6 +147,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override for every run (repeatable)")
     ap.add_argument("--out", type=Path, default=Path("runs/demo_learning"))
+    ap.add_argument("--no-control", action="store_true",
+                    help="tuned runs only, to compare on held-out functions with bench_demo_heldout.py (no table here)")
     ap.add_argument("--tabulate", action="store_true", help="no training: table and plot the runs in --out")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
@@ -164,7 +166,9 @@ def main() -> None:
         todo = [(job, d) for job, d in zip(jobs, dirs) if len(read(d / "metrics.jsonl")) < args.steps]
         with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
             pool.map(run_one, [([*common, f"seed={seed}", f"out_dir={d}"], d, arm == "control")
-                               for (seed, arm), d in todo], chunksize=1)
+                               for (seed, arm), d in todo if not (args.no_control and arm == "control")], chunksize=1)
+    if args.no_control:
+        raise SystemExit(f"tuned runs in {args.out}: python benchmarks/bench_demo_heldout.py {args.out}")
     from aac.config import compose
 
     rewards = compose("+recipe=smollm2_cpu", *args.set).rewards
