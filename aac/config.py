@@ -138,7 +138,7 @@ class EnvConfig:
     answer_cues: bool = False
     # the input cue also opens the first argument as the first context example's does (`Input: ([` for a
     # list, `Input: ('` for a string): SmolLM2-135M's calls otherwise copy the worked example's shape, and 85%
-    # of them raised a TypeError (wrong arity or type) on held-out functions, 30% with it (benchmarks/RESULTS.md,
+    # of them raised a TypeError (wrong arity or type) on held-out functions, 36% with it (benchmarks/RESULTS.md,
     # "What the embedded default learns"). Needs answer_cues
     shaped_input_cue: bool = False
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
