@@ -36,10 +36,8 @@ METRICS = {
 }
 
 
-def play(run: Path, tuned: bool, repeat: int, out: Path, tabulate: bool) -> Path:
+def play(run: Path, tuned: bool, repeat: int, out: Path) -> None:
     """One sampled `aac.eval` of `run`'s checkpoint (or of its base under its protocol), resumable."""
-    if tabulate:
-        return out
     from aac.config import compose
     from aac.eval.config import rewrite_aliases
     from aac.eval.harness import evaluate
@@ -48,7 +46,6 @@ def play(run: Path, tuned: bool, repeat: int, out: Path, tabulate: bool) -> Path
     overrides = rewrite_aliases([which, "eval.max_calls=4", "eval.temperature=1.0", "eval.score=false",
                                  f"seed={repeat}", f"out_dir={out}", f"name={out.name}"])
     evaluate(compose(*overrides, config_name="eval_config"), overrides=overrides)
-    return out
 
 
 def episode_row(ep: dict, informative: int) -> dict:
@@ -83,13 +80,12 @@ def per_function(runs: list[dict[str, list[dict]]], key: str) -> dict[str, float
     return {u: float(np.mean(v)) for u, v in pooled.items() if v}
 
 
-def paired(base: dict[str, float], tuned: dict[str, float], resamples: int = 10_000) -> tuple[float, float, float, int]:
-    """Mean over common functions of tuned - base, and its 95% bootstrap interval over functions."""
+def paired(base: dict[str, float], tuned: dict[str, float]) -> tuple[float, float, float, int]:
+    """Mean over common functions of tuned - base, its 95% bootstrap interval over functions, and their number."""
+    from aac.eval.stats import paired_interval
+
     common = sorted(set(base) & set(tuned))
-    diffs = np.array([tuned[u] - base[u] for u in common])
-    rng = np.random.default_rng(0)
-    boots = diffs[rng.integers(0, len(diffs), (resamples, len(diffs)))].mean(axis=1)
-    return float(diffs.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)), len(common)
+    return (*paired_interval([tuned[u] for u in common], [base[u] for u in common]), len(common))
 
 
 def table(base: list[dict], tuned: dict[int, list[dict]]) -> str:
@@ -135,10 +131,14 @@ def main() -> None:
         return read_episodes(d, instances, coverage)
 
     # the base under the first seed's protocol: every seed's run has the same protocol
-    base = [read_run(play(args.out / f"aac_seed{seeds[0]}", False, r, heldout / f"base_r{r}", args.tabulate))
-            for r in range(args.repeats)]
-    tuned = {s: [read_run(play(args.out / f"aac_seed{s}", True, r, heldout / f"tuned_seed{s}_r{r}", args.tabulate))
-                 for r in range(args.repeats)] for s in seeds}
+    plays = {(None, r): (args.out / f"aac_seed{seeds[0]}", heldout / f"base_r{r}") for r in range(args.repeats)}
+    plays |= {(s, r): (args.out / f"aac_seed{s}", heldout / f"tuned_seed{s}_r{r}") for s in seeds
+              for r in range(args.repeats)}
+    if not args.tabulate:
+        for (seed, r), (run, out) in plays.items():
+            play(run, seed is not None, r, out)
+    base = [read_run(plays[None, r][1]) for r in range(args.repeats)]
+    tuned = {s: [read_run(plays[s, r][1]) for r in range(args.repeats)] for s in seeds}
     coverage.close()
     text = table(base, tuned) + f"\n\n{time.perf_counter() - started:.0f} s (finished plays are not redone)"
     (heldout / "table.md").write_text(text + "\n")

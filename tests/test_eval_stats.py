@@ -11,7 +11,7 @@ from aac.eval import records
 from aac.eval.compare import compare
 from aac.eval.compare import main as compare_main
 from aac.eval.report import write_report
-from aac.eval.stats import paired_bootstrap, per_instance_max, score_histogram
+from aac.eval.stats import paired_bootstrap, paired_interval, per_instance_max, score_histogram
 
 
 def test_bootstrap_identical_runs_is_one_half():
@@ -35,6 +35,22 @@ def test_bootstrap_dominating_run_is_significant():
     a = b + (rng.random(100) < 0.3)  # A is never worse, better on ~30 %
     assert paired_bootstrap(a, b) < 0.05
     assert paired_bootstrap(b, a) > 0.95
+
+
+def test_bootstrap_interval_brackets_the_mean_and_agrees_with_the_p_value():
+    rng = np.random.default_rng(3)
+    b = rng.integers(1, 5, size=100).astype(float)
+    a = b + (rng.random(100) < 0.3)  # A is never worse, better on ~30 %
+    mean, lo, hi = paired_interval(a, b)
+    assert mean == pytest.approx(np.mean(a - b)) and 0 < lo < mean < hi < 1
+    assert paired_interval(b, a) == pytest.approx((-mean, -hi, -lo), abs=0.02)
+    assert paired_interval(a, a) == (0.0, 0.0, 0.0)
+    even = b + rng.choice([-1.0, 1.0], size=100)  # no true difference
+    assert paired_interval(even, b)[1] < 0 < paired_interval(even, b)[2]
+    narrow = paired_interval(a, b, level=0.5)
+    assert lo < narrow[1] < narrow[2] < hi  # a lower level gives a narrower interval
+    with pytest.raises(ValueError, match="same instances"):
+        paired_interval([1, 2], [1])
 
 
 def test_bootstrap_is_seeded_and_checks_pairs():
