@@ -6,14 +6,14 @@ control's update is skipped: with no advantage the loss is the KL to the base mo
 zero gradient while the LoRA's B is 0, so the update would leave the policy the base model exactly (step 1
 of both arms is the same batch). The control is the drift: which functions come up, and sampling noise.
 
-Logged per step, beside the run's own metrics: input format errors (`parse_fail/input_rate`: input turns
-whose reply held no parsable input), reflect format errors, informative calls per episode (calls the
-coverage critic scores above 0: new branch arcs or a new result; aac/eval/informative.py, the rule the
-recipe's plans are paid by), queries per episode, concluded %, wall seconds and the machine's load.
-Each run is its own process (Ray, two vLLM engines, the DeepSpeed learner, as `make demo`); runs go one
-at a time (--jobs: more only on a machine with cores to spare). `--tabulate` tables and plots what is in
---out (runs cut short included): per seed and arm, the mean of the first --window steps and of the
-last --window steps, and the tuned arm's change minus the control's.
+Logged per step, beside the run's own metrics: input format errors (`parse_fail/input_rate`: input turns whose
+reply held no parsable input), reflect format errors, informative calls per episode (calls the coverage critic
+scores above 0: new branch arcs or a new result; aac/eval/informative.py, the rule the recipe's plans are paid
+by), queries per episode, concluded %, premature stops %, wall seconds and the machine's load. Each run is its
+own process (Ray, two vLLM engines, the DeepSpeed learner, as `make demo`); runs go one at a time (--jobs:
+more only on a machine with cores to spare). `--tabulate` tables and plots what is in --out (runs cut short
+included): per seed and arm, the mean of the first --window steps and of the last --window steps, and the
+tuned arm's change minus the control's.
 
     nice -n 10 python benchmarks/bench_demo_learning.py --steps 20 --seeds 3 --out runs/demo_learning
 """
@@ -39,6 +39,7 @@ METRICS = {  # what is tabled and plotted: metric key -> label
     "calls/informative_per_episode": "informative calls per episode",
     "episode/queries_mean": "queries per episode",
     "episode/concluded_pct": "concluded %",
+    "episode/premature_stop_pct": "premature stops % (by the critic's score; NaN when it is masked)",
     "reward/episode_total_mean": "episode return",
 }
 LOG_FORMAT = "%(asctime)s %(name)s %(message)s"
