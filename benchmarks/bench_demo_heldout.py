@@ -11,8 +11,9 @@ function is hard cancels; the table gives the mean over functions and a 95% boot
 Behaviour only, from the episodes (the plays are not scored: no judge): input and reflect format errors (share of the phase's turns whose reply did
 not parse, as training's `parse_fail/*_rate`), failed calls (share of parsed inputs whose call raised or timed
 out), queries and informative calls per episode (counted here by the current rule, aac/eval/informative.py: new
-branch arcs or a new result from a call that returned), concluded %, and stops before any informative call (the
-stops a `critic.scripted_k=1` critic under `scripted_rule=coverage` calls premature). `--tabulate` reads the plays already in OUT/heldout.
+branch arcs or a new result from a call that returned), concluded %, and premature stops (a YES before any
+informative call: the recipe's critic, `scripted_rule=coverage` at `scripted_k=1`, pays it as premature).
+`--tabulate` reads the plays already in OUT/heldout.
 
     python benchmarks/bench_demo_heldout.py runs/demo_learning --repeats 3
 """
@@ -34,7 +35,7 @@ METRICS = {
     "queries": "queries / episode",
     "informative": "informative calls / episode",
     "concluded": "concluded (share of episodes)",
-    "unverified_stops": "stops before an informative call (share of episodes)",
+    "premature_stops": "premature stops: YES before an informative call (share of episodes)",
 }
 
 
@@ -60,7 +61,7 @@ def episode_row(ep: dict, informative: int) -> dict:
             "failed_calls": float(np.mean([c is None or c["kind"] != "ok" for c in calls])) if calls else None,
             "reflect_errors": float(np.mean([not s["parse_ok"] for s in reflects])) if reflects else None,
             "queries": ep["num_queries"], "informative": informative, "concluded": float(ep["concluded"]),
-            "unverified_stops": float(ep["concluded"] and not informative)}
+            "premature_stops": float(ep["concluded"] and not informative)}
 
 
 def read_episodes(d: Path, instances: dict, coverage) -> dict[str, list[dict]]:
