@@ -110,8 +110,23 @@ def _window_mean(rows: list[dict], key: str, part: slice) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+def paired_by_step(results: dict[str, dict[int, list[dict]]], key: str, part: slice) -> tuple[float, ...]:
+    """Tuned - control over the (seed, step) pairs of `part`, a 95% bootstrap interval over them, and their number.
+    Both arms of a seed see the same function at each step, so which function came up cancels (steps within a
+    seed are treated as independent: the interval is an approximation)."""
+    from aac.eval.stats import paired_interval
+
+    pairs = [(a[key], c[key]) for seed in sorted(results["aac"])
+             for a, c in zip(results["aac"][seed][part], results["control"][seed][part])
+             if a.get(key) is not None and c.get(key) is not None and np.isfinite([a[key], c[key]]).all()]
+    if not pairs:
+        return (float("nan"),) * 3 + (0,)
+    return (*paired_interval([a for a, _ in pairs], [c for _, c in pairs]), len(pairs))
+
+
 def summarize(results: dict[str, dict[int, list[dict]]], window: int) -> dict:
-    """Per metric and seed: first / last window means of each arm, and the tuned change minus the control's."""
+    """Per metric and seed: first / last window means of each arm, and the tuned change minus the control's; over
+    the seeds, the last window's tuned - control paired by step."""
     out: dict = {}
     first, last = slice(0, window), slice(-window, None)
     for key in METRICS:
@@ -121,7 +136,7 @@ def summarize(results: dict[str, dict[int, list[dict]]], window: int) -> dict:
             row = {arm: (_window_mean(rows, key, first), _window_mean(rows, key, last)) for arm, rows in arms.items()}
             row["effect"] = (row["aac"][1] - row["aac"][0]) - (row["control"][1] - row["control"][0])
             per_seed[seed] = row
-        out[key] = per_seed
+        out[key] = {"seeds": per_seed, "last_paired": paired_by_step(results, key, last)}
     return out
 
 
@@ -130,12 +145,14 @@ def render(summary: dict, window: int, steps: int) -> str:
              "control; effect = tuned change - control change", ""]
     for key, label in METRICS.items():
         lines.append(f"{label}")
-        for seed, row in summary[key].items():
+        for seed, row in summary[key]["seeds"].items():
             a, c = row["aac"], row["control"]
             lines.append(f"  seed {seed}: tuned {a[0]:6.2f} -> {a[1]:6.2f}   control {c[0]:6.2f} -> {c[1]:6.2f}   "
                          f"effect {row['effect']:+6.2f}")
-        effects = [row["effect"] for row in summary[key].values()]
-        lines.append(f"  mean effect over {len(effects)} seeds {np.mean(effects):+6.2f}")
+        effects = [row["effect"] for row in summary[key]["seeds"].values()]
+        mean, lo, hi, n = summary[key]["last_paired"]
+        lines.append(f"  mean effect over {len(effects)} seeds {np.mean(effects):+6.2f}; steps {steps - window + 1}-{steps}, "
+                     f"tuned - control paired by step {mean:+.2f} [{lo:+.2f}, {hi:+.2f}] over {n} pairs")
     return "\n".join(lines)
 
 
