@@ -10,9 +10,11 @@ function is hard cancels; the table gives the mean over functions and a 95% boot
 
 Behaviour only, from the episodes (the plays are not scored: no judge): input and reflect format errors (share of the phase's turns whose reply did
 not parse, as training's `parse_fail/*_rate`), failed calls (share of parsed inputs whose call raised or timed
-out), queries and informative calls per episode (counted here by the current rule, aac/eval/informative.py: new
-branch arcs or a new result from a call that returned), concluded %, and premature stops (a YES before any
-informative call: the recipe's critic, `scripted_rule=coverage` at `scripted_k=1`, pays it as premature).
+out), queries, distinct inputs and informative calls per episode (counted here by the current rule,
+aac/eval/informative.py: new branch arcs or a new result from a call that returned), concluded %, premature
+stops (a YES before any informative call: the recipe's critic, `scripted_rule=coverage` at `scripted_k=1`, pays
+it as premature), and whether the stop reads the call: the YES rate right after a call that returned beside
+the rate right after one that raised (fewer premature stops from stopping less everywhere shows as both falling).
 `--tabulate` reads the plays already in OUT/heldout.
 
     python benchmarks/bench_demo_heldout.py runs/demo_learning --repeats 3
@@ -33,10 +35,22 @@ METRICS = {
     "failed_calls": "failed calls (share of parsed inputs)",
     "reflect_errors": "reflect format errors (share of reflect turns)",
     "queries": "queries / episode",
+    "distinct_inputs": "distinct inputs / episode",
     "informative": "informative calls / episode",
     "concluded": "concluded (share of episodes)",
     "premature_stops": "premature stops: YES before an informative call (share of episodes)",
+    "yes_after_returned": "YES right after a call that returned (share of those reflect turns)",
+    "yes_after_failed": "YES right after a call that raised (share of those reflect turns)",
 }
+
+
+def yes_after(steps: list[dict], returned: bool) -> float | None:
+    """The share of decided reflect turns right after a call that returned (`returned`) or raised that said YES:
+    a stop learned from what the call showed says YES more often after the first. None without such a turn."""
+    said = [s["decision"] is True for prev, s in zip(steps, steps[1:])
+            if s["phase"] == "reflect" and s["parse_ok"] and prev["phase"] == "input" and prev["parse_ok"]
+            and (prev["call"] is not None and prev["call"]["kind"] == "ok") == returned]
+    return float(np.mean(said)) if said else None
 
 
 def play(run: Path, tuned: bool, repeat: int, out: Path) -> None:
@@ -60,8 +74,10 @@ def episode_row(ep: dict, informative: int) -> dict:
     return {"input_errors": float(np.mean([not s["parse_ok"] for s in inputs])) if inputs else None,
             "failed_calls": float(np.mean([c is None or c["kind"] != "ok" for c in calls])) if calls else None,
             "reflect_errors": float(np.mean([not s["parse_ok"] for s in reflects])) if reflects else None,
-            "queries": ep["num_queries"], "informative": informative, "concluded": float(ep["concluded"]),
-            "premature_stops": float(ep["concluded"] and not informative)}
+            "queries": ep["num_queries"], "distinct_inputs": len({s["parsed"] for s in inputs if s["parse_ok"]}),
+            "informative": informative, "concluded": float(ep["concluded"]),
+            "premature_stops": float(ep["concluded"] and not informative),
+            "yes_after_returned": yes_after(steps, True), "yes_after_failed": yes_after(steps, False)}
 
 
 def read_episodes(d: Path, instances: dict, coverage) -> dict[str, list[dict]]:
