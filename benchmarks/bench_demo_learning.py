@@ -13,9 +13,10 @@ by), queries per episode, concluded %, premature stops %, wall seconds and the m
 own process (Ray, two vLLM engines, the DeepSpeed learner, as `make demo`); runs go one at a time (--jobs:
 more only on a machine with cores to spare). `--tabulate` tables and plots what is in --out (runs cut short
 included): per seed and arm, the mean of the first --window steps and of the last --window steps, and the
-tuned arm's change minus the control's.
+tuned arm's change minus the control's; over the seeds, the last window's tuned - control paired by step (both
+arms meet the same function at each step) with a bootstrap interval.
 
-    nice -n 10 python benchmarks/bench_demo_learning.py --steps 20 --seeds 3 --out runs/demo_learning
+    nice -n 10 python benchmarks/bench_demo_learning.py --steps 48 --seeds 3 --window 12 --out runs/demo_learning
 """
 
 from __future__ import annotations
