@@ -44,12 +44,17 @@ METRICS = {
 }
 
 
+def call_returned(call: dict | None) -> bool:
+    """Whether a parsed input's call returned a result (it did not raise or time out)."""
+    return call is not None and call["kind"] == "ok"
+
+
 def yes_after(steps: list[dict], returned: bool) -> float | None:
     """The share of decided reflect turns right after a call that returned (`returned`) or raised that said YES:
     a stop learned from what the call showed says YES more often after the first. None without such a turn."""
     said = [s["decision"] is True for prev, s in zip(steps, steps[1:])
             if s["phase"] == "reflect" and s["parse_ok"] and prev["phase"] == "input" and prev["parse_ok"]
-            and (prev["call"] is not None and prev["call"]["kind"] == "ok") == returned]
+            and call_returned(prev["call"]) == returned]
     return float(np.mean(said)) if said else None
 
 
@@ -72,7 +77,7 @@ def episode_row(ep: dict, informative: int) -> dict:
     reflects = [s for s in steps if s["phase"] == "reflect"]
     calls = [s["call"] for s in inputs if s["parse_ok"]]
     return {"input_errors": float(np.mean([not s["parse_ok"] for s in inputs])) if inputs else None,
-            "failed_calls": float(np.mean([c is None or c["kind"] != "ok" for c in calls])) if calls else None,
+            "failed_calls": float(np.mean([not call_returned(c) for c in calls])) if calls else None,
             "reflect_errors": float(np.mean([not s["parse_ok"] for s in reflects])) if reflects else None,
             "queries": ep["num_queries"], "distinct_inputs": len({s["parsed"] for s in inputs if s["parse_ok"]}),
             "informative": informative, "concluded": float(ep["concluded"]),
