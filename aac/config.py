@@ -203,6 +203,11 @@ class RewardConfig:
     stop_threshold: float = 0.7  # b_term: done and s > this -> +1
     continue_threshold: float = 0.3  # b_term: not done and s < this -> +1
     timeout_penalty: float = -1.0  # reward of the step that hits T_max
+    # reward of a reflect that goes on (NO, or no decision parsed) when the hypothesis it leaves scores above
+    # stop_threshold: a right stop missed, charged as b_term charges a premature one. 0: the paper's (its b_term
+    # pays such a NO 0). For a critic whose score is verified (critic.kind=scripted), where the threshold is
+    # passed exactly when the stop is right; with a noisy critic it would teach stopping on noise
+    late_stop_penalty: float = 0.0
     t_max: int = "${env.max_steps}"  # type: ignore[assignment]  # in lambda_h / (2 T_max)
     info_budget: float = 1.0  # aac_potential: the most an episode's plans earn for informativeness, in all
     # leave out every term that reads the critic's hypothesis score (the hypothesis term and the stop
@@ -579,6 +584,13 @@ def validate(cfg: Any) -> None:
         value = OmegaConf.select(cfg, key)
         if not (low <= value <= high if closed else low <= value < high):
             raise ConfigError(f"{key}={value!r} must be in [{low}, {high}{']' if closed else ')'}")
+    if cfg.rewards.late_stop_penalty > 0:
+        raise ConfigError(f"rewards.late_stop_penalty={cfg.rewards.late_stop_penalty!r} must be <= 0: it is the "
+                          "reward of going on past a right stop (0: none)")
+    if cfg.rewards.late_stop_penalty and cfg.critic.kind != "scripted":
+        raise ConfigError(f"rewards.late_stop_penalty={cfg.rewards.late_stop_penalty!r} needs a verified hypothesis "
+                          f"score (critic.kind=scripted, got {cfg.critic.kind}): a judged one would pay a NO for a worse "
+                          "hypothesis (docs/method.md §7.5)")
     for key in ("rewards.info_budget", "env.max_calls"):
         value = OmegaConf.select(cfg, key)
         if value is not None and value < (0 if key == "rewards.info_budget" else 1):

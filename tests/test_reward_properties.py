@@ -323,3 +323,73 @@ def test_mask_hypothesis_needs_a_schedule_with_other_terms():
     assert compose("rewards.mask_hypothesis=true").rewards.mask_hypothesis is True
     with pytest.raises(ConfigError, match="rewards.mask_hypothesis=true leaves rewards.schedule=final"):
         compose("rewards=final", "rewards.mask_hypothesis=true")
+
+
+# ------------------------------------------------------------------ rewards.late_stop_penalty (a verified stop)
+
+
+def verified_episode(stop_at: int, t_max: int = 12) -> tuple[list, list]:
+    """The embedded default's setting (critic.kind=scripted, K = 1): every call informative, so every plan scores 1
+    and the hypothesis passes the stop threshold (s = 1) from the first reflect on; YES at reflect `stop_at` (0-based),
+    or never (-1: a timeout)."""
+    steps = build([i == stop_at for i in range(t_max // 3)], t_max=t_max)
+    return steps, [1.0 if st.phase.value == "reasoning" else None if st.phase.value == "input" else 1.0 for st in steps]
+
+
+def test_late_stop_penalty_makes_the_verified_stop_the_optimum():
+    """Without it, a plan that pays for its informative call pays going on past a right stop: with the embedded
+    default's info_budget 4 over 4 plans, running out of cycles returns more than stopping at the first passed
+    threshold. Charged -lambda_h a NO, stopping at once is the best return, and the sooner the better."""
+    free = cfg(**DEFAULT, t_max=12, info_budget=4.0)
+    charged = replace(free, late_stop_penalty=-2.0)
+    returns = {name: [sum(episode_rewards(*verified_episode(k), c)) for k in (0, 1, 2, 3, -1)]
+               for name, c in (("free", free), ("charged", charged))}
+    call = 2.0 / 24
+    # stop at reflect k: k + 1 plans at 1 and calls, the potential's 2, the right stop's +2
+    assert returns['free'][:4] == pytest.approx([(k + 1) * (1 + call) + 4 for k in range(4)])
+    assert returns['free'][-1] == pytest.approx(4 * (1 + call) + 2 - 1)  # the timeout: -1 over the 4 NOs
+    assert returns['free'][-1] > returns['free'][0]  # the uncharged objective pays going on past the right stop
+    # charged: each NO with s = 1 costs 2 more
+    assert returns['charged'][:4] == pytest.approx([(k + 1) * (1 + call) + 4 - 2 * k for k in range(4)])
+    assert returns['charged'][-1] == pytest.approx(returns['free'][-1] - 4 * 2)
+    assert returns['charged'] == sorted(returns['charged'], reverse=True)
+    # on the turn it is owed: the reflects that went on, none other
+    steps, scores = verified_episode(2)
+    diff = [a - b for a, b in zip(episode_rewards(steps, scores, charged), episode_rewards(steps, scores, free))]
+    assert diff == pytest.approx([0, 0, -2, 0, 0, -2, 0, 0, 0])
+
+
+def test_late_stop_penalty_charges_only_a_no_past_the_threshold():
+    c = cfg(**DEFAULT, late_stop_penalty=-1.5)
+    steps = [reasoning(index=0), input_step(index=1, call=OK), reflect(index=2, decision=False),
+             reasoning(index=3), input_step(index=4, call=OK), reflect(index=5, decision=False, parse_ok=False),
+             reasoning(index=6), input_step(index=7, call=OK), reflect(index=8, decision=True, done=True)]
+    for scores, charged in (([0.0, None, 0.7, 0.0, None, 0.7, 0.0, None, 0.9], [0, 0]),  # at the threshold: not past
+                            ([0.0, None, 0.8, 0.0, None, 0.8, 0.0, None, 0.9], [-1.5, -1.5]),  # unparsed goes on
+                            ([0.0, None, 0.8, 0.0, None, None, 0.0, None, 0.9], [-1.5, 0])):  # no score: no term
+        diff = [a - b for a, b in zip(episode_rewards(steps, scores, c), episode_rewards(steps, scores, replace(
+            c, late_stop_penalty=0.0)))]
+        assert diff == pytest.approx([0, 0, charged[0], 0, 0, charged[1], 0, 0, 0])  # a YES is never charged
+
+
+def test_late_stop_penalty_gives_up_no_sandbagging():
+    """The charge costs P2: a NO whose score is raised past the stop threshold is charged, so with a judged score
+    the actor would be paid to write a worse hypothesis before going on. Hence only for a verified score (the
+    scripted critic's counts calls; no text is graded), which the config enforces. P3 holds; P1 holds for the
+    stop at the first pass (above), while random scores' stopper that passed the threshold earlier is, as meant,
+    charged for each NO since."""
+    c = cfg(**DEFAULT, late_stop_penalty=-2.0)
+    assert p3_credit_where_earned(c) == []
+    sandbagged = p2_no_sandbagging(c)
+    assert sandbagged and all(lo <= c.stop_threshold < hi for lo, hi, *_ in sandbagged)
+
+
+def test_late_stop_penalty_is_a_charge_on_a_verified_score():
+    from aac.config import ConfigError, compose
+
+    verified = ("critic.kind=scripted", "critic.scripted_k=1")
+    assert compose(*verified, "rewards.late_stop_penalty=-2.0").rewards.late_stop_penalty == -2.0
+    with pytest.raises(ConfigError, match=r"rewards.late_stop_penalty=0.5 must be <= 0"):
+        compose(*verified, "rewards.late_stop_penalty=0.5")
+    with pytest.raises(ConfigError, match=r"needs a verified hypothesis score \(critic.kind=scripted, got llm\)"):
+        compose("rewards.late_stop_penalty=-2.0")

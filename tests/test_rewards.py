@@ -177,6 +177,9 @@ def test_reflect_hypothesis_and_b_term(decision, s, expected):
     r = reflect(decision=decision, done=decision)
     assert judgment_kind(r, c) == "hypothesis"
     assert step_reward(r, s, c) == pytest.approx(expected)
+    # rewards.late_stop_penalty charges the last case only: going on past the stop threshold
+    late = expected - 2.0 if decision is False and s > 0.7 else expected
+    assert step_reward(r, s, cfg(late_stop_penalty=-2.0)) == pytest.approx(late)
 
 
 def test_reflect_length_tau_100_and_lambda():

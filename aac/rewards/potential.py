@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Optional
 
 from aac.config import RewardConfig
 from aac.phase import Phase
-from aac.rewards.terms import b_term, check_score, format_penalty, input_reward, length_penalty
+from aac.rewards.terms import b_term, check_score, format_penalty, input_reward, late_stop, length_penalty
 
 if TYPE_CHECKING:
     from aac.env.protocol import StepRecord
@@ -73,6 +73,7 @@ def potential_rewards(steps: Sequence[StepRecord], scores: Sequence[Optional[flo
                 s_prev = score
                 if step.decision is True:
                     r += cfg.lambda_h * b_term(True, score, cfg)
+                r += late_stop(step.decision is True, score, cfg)
             rewards.append(r)
     if steps and steps[-1].timed_out:
         went_on = [i for i, s in enumerate(steps) if Phase(s.phase) == "reflect" and s.decision is not True]

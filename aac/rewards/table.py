@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Optional
 
 from aac.config import RewardConfig
 from aac.phase import Phase
-from aac.rewards.terms import b_term, check_score, format_penalty, input_reward, length_penalty
+from aac.rewards.terms import b_term, check_score, format_penalty, input_reward, late_stop, length_penalty
 
 if TYPE_CHECKING:
     from aac.env.protocol import StepRecord
@@ -57,7 +57,7 @@ def _phase_reward(step: StepRecord, score: Optional[float], cfg: RewardConfig) -
         return input_reward(step, cfg)
     stopped = step.decision is True
     parse = format_penalty(step, cfg)
-    judged = 0.0 if score is None else cfg.lambda_h * (score + b_term(stopped, score, cfg))
+    judged = 0.0 if score is None else cfg.lambda_h * (score + b_term(stopped, score, cfg)) + late_stop(stopped, score, cfg)
     return parse + judged + length_penalty(step.response, cfg.tau_reflect)
 
 

@@ -32,6 +32,12 @@ def b_term(stopped: bool, s: float, cfg: RewardConfig) -> float:
     return 1.0 if s < cfg.continue_threshold else 0.0
 
 
+def late_stop(stopped: bool, s: float, cfg: RewardConfig) -> float:
+    """`late_stop_penalty` for going on (not `stopped`) with a hypothesis that already passes the stop
+    threshold, else 0."""
+    return cfg.late_stop_penalty if not stopped and s > cfg.stop_threshold else 0.0
+
+
 def _failed(step: StepRecord) -> bool:
     """A reply that did not parse, or an input whose call raised or timed out (a parsed input without a
     call is a failure too: nothing was observed)."""
