@@ -591,6 +591,9 @@ def validate(cfg: Any) -> None:
         raise ConfigError(f"rewards.late_stop_penalty={cfg.rewards.late_stop_penalty!r} needs a verified hypothesis "
                           f"score (critic.kind=scripted, got {cfg.critic.kind}): a judged one would pay a NO for a worse "
                           "hypothesis (docs/method.md §7.5)")
+    if cfg.rewards.late_stop_penalty and (cfg.rewards.schedule == "final" or cfg.rewards.mask_hypothesis):
+        raise ConfigError(f"rewards.late_stop_penalty={cfg.rewards.late_stop_penalty!r} charges a reflect turn by its "
+                          "hypothesis score: rewards.schedule=final and rewards.mask_hypothesis=true score none")
     for key in ("rewards.info_budget", "env.max_calls"):
         value = OmegaConf.select(cfg, key)
         if value is not None and value < (0 if key == "rewards.info_budget" else 1):

@@ -393,3 +393,6 @@ def test_late_stop_penalty_is_a_charge_on_a_verified_score():
         compose(*verified, "rewards.late_stop_penalty=0.5")
     with pytest.raises(ConfigError, match=r"needs a verified hypothesis score \(critic.kind=scripted, got llm\)"):
         compose("rewards.late_stop_penalty=-2.0")
+    for scores_none in ("rewards=final", "rewards.mask_hypothesis=true"):
+        with pytest.raises(ConfigError, match="rewards.schedule=final and rewards.mask_hypothesis=true score none"):
+            compose(*verified, scores_none, "rewards.late_stop_penalty=-2.0")

@@ -17,6 +17,8 @@ Per step (defaults: lambda_h = 2, p_parse = 0.5, T_max = 40):
   right stop (s > stop_threshold), -lambda_h for a premature one. Once per episode, on the turn that
   decided. The table's per-turn "right to go on" bonus (+lambda_h on every NO with s < 0.3) is not
   paid: summed, it is the stalling incentive; going on is paid by the better hypothesis it leads to.
+  `rewards.late_stop_penalty` (0 by default) is the reward of a NO whose hypothesis already passes the
+  stop threshold, on that turn: for a verified score (docs/method.md §7.5; it gives up P2).
 - timeout: `timeout_penalty` is spread equally over the reflect turns that did not stop (the
   decisions that ran out the clock), not put on the last step, usually a plan; an episode with no
   reflect turn puts it on its last step.
