@@ -207,3 +207,184 @@ def test_cli_splits_a_folder_by_task_id_and_fails_on_an_empty_build(package, run
         "error: module:acme_tools.net: kept no row of 3 read (dropped: 1 network import (urllib), 1 imports a module that "
         "is not installed (acme_not_installed), 1 imports from its own package inside a function; see docs/sources.md); "
         "nothing written"]
+
+
+# ---------------------------------------------------------------- openapi: and web:
+
+SHELF = """
+openapi: 3.0.3
+info: {title: Shelf Inventory, description: Tracks the books of a small shop.}
+servers: [{url: "https://api.shelf.example/v1"}]
+security: [{apiKey: []}]
+components:
+  securitySchemes:
+    apiKey: {type: apiKey, in: header, name: X-Api-Key}
+  schemas:
+    Book:
+      type: object
+      required: [isbn, title]
+      properties:
+        isbn: {type: string, example: "9780000000011"}
+        title: {type: string, example: The Salt Road}
+        stock: {type: integer, minimum: 0, example: 4}
+paths:
+  /books:
+    get:
+      operationId: listBooks
+      summary: List the books in stock, optionally of one genre.
+      parameters:
+        - {name: genre, in: query, schema: {type: string, enum: [fiction, travel]}}
+        - {name: limit, in: query, required: true, schema: {type: integer, minimum: 1, maximum: 50}}
+      responses:
+        "200":
+          description: the books
+          content:
+            application/json:
+              example: {books: [{isbn: "9780000000011", title: The Salt Road, stock: 4}], total: 1}
+    post:
+      operationId: addBook
+      summary: Add a book to the inventory.
+      requestBody:
+        content: {application/json: {schema: {$ref: "#/components/schemas/Book"}}}
+      responses:
+        "201": {description: created, content: {application/json: {schema: {$ref: "#/components/schemas/Book"}}}}
+  /books/{isbn}:
+    parameters: [{name: isbn, in: path, required: true, schema: {type: string, example: "9780000000011"}}]
+    get:
+      operationId: getBook
+      summary: Look a book up by its ISBN.
+      responses:
+        "200": {description: the book, content: {application/json: {schema: {$ref: "#/components/schemas/Book"}}}}
+        "404":
+          description: no book with that ISBN
+          content: {application/json: {example: {code: NOT_FOUND, message: unknown ISBN}}}
+    delete:
+      operationId: removeBook
+      summary: Remove a book from the inventory.
+      responses:
+        "204": {description: removed}
+        "404": {description: no book with that ISBN}
+  /search:
+    get:
+      summary: Search the catalogue.
+      parameters: [{name: page-size, in: query, schema: {type: integer}}]
+      responses: {"200": {description: ok}}
+    post:
+      summary: Save a search.
+      parameters: [{name: name, in: query, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+"""
+# no server (a host is made from the title), a bearer token, no examples: values from the schemas
+METEO = {
+    "openapi": "3.1.0", "info": {"title": "Meteo Lite"},
+    "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+    "security": [{"bearer": []}],
+    "paths": {
+        "/stations/{id}": {"get": {
+            "operationId": "getStation", "summary": "Get a weather station by id.",
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}],
+            "responses": {"200": {"description": "a station", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
+                                                 "active": {"type": "boolean"}}}}}},
+                          "404": {"description": "unknown station"}}}},
+        "/readings": {"get": {
+            "operationId": "listReadings", "summary": "List the latest readings of a station.",
+            "parameters": [{"name": "station", "in": "query", "required": True, "schema": {"type": "integer"}},
+                           {"name": "unit", "in": "query", "schema": {"type": "string", "enum": ["C", "F"]}}],
+            "responses": {"200": {"description": "readings", "content": {"application/json": {"schema": {
+                "type": "array", "items": {"type": "object", "properties": {
+                    "at": {"type": "string", "format": "date-time"}, "value": {"type": "number"}}}}}}}}}},
+    },
+}
+SHELF_KEY = {"X-Api-Key": "shelf-inventory-key-1"}
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("specs")
+    (folder / "shelf.yaml").write_text(SHELF)
+    (folder / "meteo.json").write_text(json.dumps(METEO))
+    scaffold = folder.parent / (folder.name + "_scaffold")
+    instances, summary = rows_from_source(f"openapi:{folder}", scaffold=str(scaffold))
+    return folder, scaffold, instances, summary
+
+
+def test_openapi_specs_become_services_and_left_out_operations_are_counted(specs):
+    _, scaffold, instances, summary = specs
+    assert summary.rows_in == 2 and summary.rows_kept == 2
+    assert dict(summary.dropped) == {"operation: a parameter name that is no Python identifier": 1,
+                                     "operation: query parameters on a POST/PUT/PATCH (the service model takes a JSON body)": 1}
+    by_id = {i.uid: i for i in instances}
+    shelf, meteo = by_id["web/shelf"], by_id["web/meteo"]
+    assert shelf.domain == "web" and shelf.header == (
+        "service api.shelf.example: GET /v1/books; POST /v1/books; GET /v1/books/{isbn}; DELETE /v1/books/{isbn}")
+    assert meteo.header == "service api.meteo-lite.example: GET /stations/{id}; GET /readings"
+    # the spec's words are the gold documentation; the examples answer what the spec shows
+    assert "Look a book up by its ISBN." in shelf.description and "X-Api-Key: shelf-inventory-key-1" in shelf.description
+    assert shelf.train_examples[0][1] == [200, {"books": [{"isbn": "9780000000011", "title": "The Salt Road", "stock": 4}],
+                                                "total": 1}]
+    assert meteo.train_examples == [
+        ("('GET', '/stations/1', None, {'Authorization': 'Bearer meteo-lite-token-1'})",
+         [200, {"id": 1, "name": "name-1", "active": True}]),
+        ("('GET', '/readings', {'station': 1}, {'Authorization': 'Bearer meteo-lite-token-1'})",
+         [200, [{"at": "2024-01-31T12:00:00Z", "value": 1.5}]])]
+    # one intent per operation with a summary, tested on the example values and an unknown id
+    intents = {json.dumps(lit): out for lit, out in shelf.test_examples}
+    assert len(intents) == 4 and sorted(p.name for p in scaffold.iterdir()) == ["meteo.py", "shelf.py"]
+
+
+def test_built_service_rows_train_and_evaluate_through_the_env_data_path(specs, tmp_path):
+    from aac.config import compose
+    from aac.data.build import write_rows
+    from aac.datasets import load_instances
+    from aac.env.domains import pool_preload
+    from aac.env.protocol import Episode, ProtocolConfig, sandbox_caller
+
+    _, _, instances, summary = specs
+    write_rows(str(tmp_path / "svc"), instances, summary, test_fraction=0.5)
+    cfg = compose("env.domain=web", f"env.data={tmp_path / 'svc'}")
+    rows = {split: load_instances(cfg.env.data, split=split, on_bad_row="raise", domain=cfg.env.domain)
+            for split in (cfg.env.split, cfg.eval.split)}
+    assert sorted(i.uid for rs in rows.values() for i in rs) == ["web/meteo", "web/shelf"]
+    shelf = next(i for rs in rows.values() for i in rs if i.uid == "web/shelf")
+    with SandboxPool(workers=1, preload=pool_preload("web")) as pool:
+        episode = Episode(shelf, ProtocolConfig(max_steps=40), sandbox_caller(pool))
+        seen = []
+        for query in (f"('GET', '/v1/books/9780000000011', None, {SHELF_KEY})",
+                      f"('GET', '/v1/books/123', None, {SHELF_KEY})",  # the declared 404 and its body
+                      f"('GET', '/v1/books', {{'limit': 5, 'genre': 'poetry'}}, {SHELF_KEY})",  # not in the enum
+                      f"('GET', '/v1/books', None, {SHELF_KEY})",  # limit is required
+                      "('DELETE', '/v1/books/9780000000011')"):  # no key
+            episode.step("I will send it.")
+            rec = episode.step(f"Input: {query}")
+            seen.append(rec.call.output_repr)
+            episode.step("Decision: NO\nSummary: books")
+    assert seen == ['200 {"isbn": "9780000000011", "title": "The Salt Road", "stock": 4}',
+                    '404 {"code": "NOT_FOUND", "message": "unknown ISBN"}',
+                    '422 {"error": "parameter \'genre\' must be one of: fiction, travel"}',
+                    '400 {"error": "missing required parameter \'limit\' (in the query string)", "allowed": ["genre", "limit"]}',
+                    '401 {"error": "missing X-Api-Key header"}']
+
+
+def test_an_edited_scaffold_builds_again_from_its_folder(specs, tmp_path):
+    _, scaffold, _, _ = specs
+    folder = tmp_path / "services"
+    folder.mkdir()
+    text = (scaffold / "meteo.py").read_text()
+    assert "'name': 'name-1'" in text
+    (folder / "meteo.py").write_text(text.replace("'name': 'name-1'", "'name': 'Oslo Blindern'"))
+    (row,), summary = rows_from_source(f"web:{folder}")
+    assert summary.source == f"web:{folder}" and row.train_examples[0][1] == [
+        200, {"id": 1, "name": "Oslo Blindern", "active": True}]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("openapi: [", "not valid YAML"),
+    ("swagger: '2.0'\npaths: {}\n", "not an OpenAPI 3 spec"),
+    ("openapi: 3.0.0\ninfo: {title: x}\n", "the spec has no paths"),
+])
+def test_a_bad_spec_is_a_one_line_error(tmp_path, text, message):
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        rows_from_source(f"openapi:{tmp_path / 'bad.yaml'}")
+    assert str(info.value).startswith(str(tmp_path / "bad.yaml")) and "\n" not in str(info.value)

@@ -5,6 +5,8 @@
     python -m aac.data.build --source cruxeval:PATH/cruxeval.jsonl --out crux.jsonl
     python -m aac.data.build --source jsonl:PATH --out mine.jsonl  # {code, entry_point, inputs?, description?}
     python -m aac.data.build --source module:PKG[.SUB] --out DIR   # DIR/train.jsonl, DIR/test.jsonl
+    python -m aac.data.build --source openapi:SPEC --out svc.jsonl [--scaffold DIR]  # a web-domain service
+    python -m aac.data.build --source web:DIR --out DIR2           # from service files (aac/data/web.py)
     python -m aac.data.build --verify FILE.jsonl                    # re-run every stored example
 
 `--out DIR` (a path without a .jsonl/.parquet suffix) splits the rows by task id (seeded by --seed;
@@ -30,11 +32,26 @@ from aac.env.rows import write_instances
 FILE_SUFFIXES = (".jsonl", ".parquet")
 
 
-def rows_from_source(spec: str, *, limit: int | None = None, sample: int | None = None,
-                     seed: int = 0) -> tuple[list[Instance], BuildSummary]:
+def rows_from_source(spec: str, *, limit: int | None = None, sample: int | None = None, seed: int = 0,
+                     scaffold: str | None = None) -> tuple[list[Instance], BuildSummary]:
     """The rows one `--source` spec builds (as Instances: `aac.env.rows.to_row` gives the written
     dicts) and the build's summary (what was dropped, by reason). `module:PKG.func` builds one
-    function; see docs/sources.md for every spec. SourceError (one line) for a spec that names nothing."""
+    function, `openapi:SPEC` one web-domain service (`scaffold`: a folder for its service file),
+    `web:DIR` one per service file; docs/sources.md lists every spec. SourceError or ValueError
+    (one line) for a spec that names nothing."""
+    kind = spec.partition(":")[0]
+    if scaffold is not None and kind != "openapi":
+        raise SourceError(f"--scaffold writes the service of an openapi: source, not of {kind}:")
+    if kind in ("openapi", "web"):
+        if sample is not None:
+            raise SourceError(f"--sample applies to function sources, not to {kind}:")
+        if kind == "web":
+            from aac.data.web import build_folder
+
+            return build_folder(spec.removeprefix("web:"), limit=limit)
+        from aac.data import openapi
+
+        return openapi.build(spec.removeprefix("openapi:"), scaffold=scaffold, limit=limit)
     return build(spec, limit=limit, sample=sample, cfg=BuildConfig(seed=seed))
 
 
@@ -69,12 +86,15 @@ def _fraction(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m aac.data.build", description=__doc__.split("\n\n")[0])
-    p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH | module:PKG[.SUB][.func]")
+    p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH | "
+                                    "module:PKG[.SUB][.func] | openapi:SPEC_OR_FOLDER | web:FOLDER")
     p.add_argument("--out", help="a folder (train.jsonl + test.jsonl) or one .jsonl/.parquet file "
                                  "(PAU schema + task_id, source, domain)")
     p.add_argument("--test-fraction", type=_fraction, default=TEST_FRACTION,
                    help=f"share of the rows --out DIR puts in test.jsonl (default {TEST_FRACTION})")
-    p.add_argument("--limit", type=int, help="read only the first N source rows")
+    p.add_argument("--scaffold", metavar="DIR", help="openapi: also write the generated service file(s) here, "
+                                                     "to edit and build again with --source web:DIR")
+    p.add_argument("--limit", type=int, help="read only the first N source rows (web, openapi: service files)")
     p.add_argument("--sample", type=int, help="build a seeded random sample of N of the source's functions")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--summary-json", help="also write the summary here")
@@ -100,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             from aac.data.describe import make_describer
 
             describe = make_describer(a.describe_with)
-        instances, summary = rows_from_source(a.source, limit=a.limit, sample=a.sample, seed=a.seed)
+        instances, summary = rows_from_source(a.source, limit=a.limit, sample=a.sample, seed=a.seed,
+                                              scaffold=a.scaffold)
         if describe is not None and instances:
             instances = describe(instances)
         write_rows(a.out, instances, summary, seed=a.seed, test_fraction=a.test_fraction)
