@@ -52,7 +52,7 @@ PROBES = 12  # reflect turns of the first batch whose P(YES) is followed
 def experiment_overrides(data: Path, *, k: int, lr: float, group_size: int, functions: int, turns: int,
                          steps: int) -> list[str]:
     """The controlled setting on top of `+recipe=tiny` (shared with tests/test_train.py)."""
-    return [f"env.data={data}", "env.limit=null", "critic.kind=scripted", f"critic.scripted_k={k}",
+    return [f"env.data={data}", "env.split=all", "env.limit=null", "critic.kind=scripted", f"critic.scripted_k={k}",
             "env.constrained_format=true", f"env.max_steps={turns}", "rollout.max_tokens_per_turn=32",
             f"rollout.group_size={group_size}", f"rollout.functions_per_step={functions}", f"learner.lr={lr}",
             f"max_steps={steps}", "save_every=1000", "check_sync=false", "rollout.placement=local"]

@@ -38,7 +38,7 @@ def _cfg(*overrides):
 def test_harness_runs_scores_reports_and_resumes(tmp_path, endpoint):
     data = write_rows(tmp_path / "test.jsonl")
     out = tmp_path / "run"
-    args = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
+    args = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data.parent}",
             "split=test", "gold=true", f"out_dir={out}", "logging.progress=false", "env.sandbox.workers=1"]
     CALLS.clear()
     rep = evaluate(_cfg(*args))
@@ -63,7 +63,7 @@ def test_harness_runs_scores_reports_and_resumes(tmp_path, endpoint):
 
 def test_in_context_mode_and_checkpoint_errors(tmp_path, endpoint):
     data = write_rows(tmp_path / "test.jsonl")
-    base = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
+    base = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data.parent}",
             "split=test", "logging.progress=false", "env.sandbox.workers=1"]
     CALLS.clear()
     rep = evaluate(_cfg(*base, "mode=in_context", f"out_dir={tmp_path / 'ic'}", "rollout.openai.model=served-actor",
@@ -79,7 +79,7 @@ def test_aac_eval_writes_under_the_hydra_run_dir(tmp_path, endpoint, run_module)
     """`hydra.run.dir` decides where a run goes, as in `aac.train` (out_dir is only its default)."""
     data = write_rows(tmp_path / "test.jsonl")
     res = run_module("aac.eval", "model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}",
-                     f"data={data}", "split=test", "mode=in_context", "logging.progress=false",
+                     f"data={data.parent}", "split=test", "mode=in_context", "logging.progress=false",
                      "env.sandbox.workers=1", f"out_dir={tmp_path / 'elsewhere'}", f"hydra.run.dir={tmp_path / 'here'}",
                      timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -89,7 +89,7 @@ def test_aac_eval_writes_under_the_hydra_run_dir(tmp_path, endpoint, run_module)
 def test_code_match_off_asks_no_coder_and_reports_none(tmp_path, endpoint):
     """`eval.code_match=false` (make demo's closing table): the judge and the informative calls only."""
     data = write_rows(tmp_path / "test.jsonl")
-    args = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
+    args = ["model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data.parent}",
             "split=test", "logging.progress=false", "env.sandbox.workers=1", "eval.code_match=false"]
     CALLS.clear()
     rep = evaluate(_cfg(*args, f"out_dir={tmp_path / 'off'}"))

@@ -119,7 +119,7 @@ def test_missing_or_renamed_column_is_a_clear_error(tmp_path, run_module, drop, 
     rows = [{(rename if k == drop and rename else k): v for k, v in r.items() if rename or k != drop}
             for r in PAU_ROWS]
     data = write_rows(tmp_path / "bad.jsonl", rows)
-    res = run_module("aac.eval", f"data={data}", f"out_dir={tmp_path / 'run'}", "engine=hf", timeout=120)
+    res = run_module("aac.eval", f"data={data}", "split=all", f"out_dir={tmp_path / 'run'}", "engine=hf", timeout=120)
     assert res.returncode != 0
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith("aac.eval:") and f"missing column '{drop}'" in last, res.stderr

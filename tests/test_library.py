@@ -78,7 +78,7 @@ def built(tmp_path_factory):
     instances, summary = library.build(library.LibraryConfig(only=FUNCTIONS))
     path = tmp_path_factory.mktemp("library") / "rows.jsonl"
     write_instances(path, instances)
-    return load_instances(str(path), domain="library", on_bad_row="raise"), summary
+    return load_instances(str(path), split="all", domain="library", on_bad_row="raise"), summary
 
 
 def test_built_rows_reload_as_library_rows_and_reproduce_in_a_fresh_sandbox(built):

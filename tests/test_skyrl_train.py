@@ -289,7 +289,7 @@ def run_generator(tmp_path, engine, generator_cls=None, max_steps: int = 9):
     from aac.skyrl.generator import AACGymGenerator, with_policy_critic
 
     data = write_instances(tmp_path / "functions.jsonl", [ABS, SQUARE])
-    cfg, skyrl_cfg = tiny_skyrl_config(tmp_path, f"env.data={data}", f"env.max_steps={max_steps}",
+    cfg, skyrl_cfg = tiny_skyrl_config(tmp_path, f"env.data={data}", "env.split=all", f"env.max_steps={max_steps}",
                                        skyrl=("generator.n_samples_per_prompt=3",))
     write_prompts(cfg, skyrl_cfg.data.train_data[0])
     tokenizer = AutoTokenizer.from_pretrained(skyrl_cfg.trainer.policy.model.path)

@@ -388,3 +388,29 @@ def test_a_bad_spec_is_a_one_line_error(tmp_path, text, message):
     with pytest.raises(ValueError, match=message) as info:
         rows_from_source(f"openapi:{tmp_path / 'bad.yaml'}")
     assert str(info.value).startswith(str(tmp_path / "bad.yaml")) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- no silent split
+
+
+def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path, run_module):
+    from aac.data.build import write_rows
+    from aac.datasets import load_instances
+    from aac.env.instance import DatasetError
+
+    instances, summary = built
+    write_rows(str(tmp_path / "rows.jsonl"), instances, summary)
+    write_rows(str(tmp_path / "set"), instances, summary, test_fraction=0.4)
+    for split in ("train", "test"):
+        with pytest.raises(DatasetError) as info:
+            load_instances(tmp_path / "rows.jsonl", split=split)
+        assert str(info.value).startswith(f"{tmp_path / 'rows.jsonl'}: one file has no train/test split")
+        assert "a folder with train.jsonl and test.jsonl" in str(info.value) and "env.split=all" in str(info.value)
+    assert sorted(i.uid for i in load_instances(tmp_path / "rows.jsonl", split="all")) == sorted(KEPT)
+    # a folder's `all` is its train rows, then its test rows
+    train, test = (load_instances(tmp_path / "set", split=s) for s in ("train", "test"))
+    assert (len(train), len(test)) == (1, 2)
+    assert [i.uid for i in load_instances(tmp_path / "set", split="all")] == [i.uid for i in train + test]
+    # evaluation refuses in one line, before any engine starts
+    proc = run_module("aac.eval", f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf", timeout=120)
+    assert proc.returncode != 0 and "one file has no train/test split" in proc.stderr.strip().splitlines()[-1]

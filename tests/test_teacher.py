@@ -64,7 +64,7 @@ def runs(tmp_path_factory, endpoint):
     for teacher in ("none", "answer_aware"):
         CALLS.clear()
         evaluate(compose(*rewrite_aliases([
-            "model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data}",
+            "model.name=stub-model", "engine=openai", f"rollout.openai.base_url={endpoint}", f"data={data.parent}",
             "split=test", f"out_dir={tmp / teacher}", "logging.progress=false", "env.sandbox.workers=1",
             f"eval.teacher={teacher}"]), config_name="eval_config"))
         out[teacher] = (tmp / teacher, [c["messages"] for c in CALLS if not is_privileged(c["messages"])])
