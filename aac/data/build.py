@@ -70,7 +70,7 @@ def write_rows(out: str, instances: list[Instance], summary: BuildSummary, *, se
     splits = split_instances(instances, seed, test_fraction)
     if not splits["train"]:
         raise SourceError(f"{out}: {len(instances)} row(s) kept, too few to split into train and test; "
-                          "write --out FILE.jsonl and train with env.split=all, or build from more functions")
+                          "write --out FILE.jsonl and train with env.split=all, or build more rows (functions, specs or service files)")
     for split, rows in splits.items():
         write_instances(Path(out) / f"{split}.jsonl", rows)
     print(summary.text())
