@@ -117,6 +117,14 @@ PACKAGE = {
             from . import prices
             return prices.VAT[x]
         ''',
+    "tables.py": f'''
+        CODES = {list(range(5000))!r}
+
+
+        def code_of(i):
+            """The code at position i of the big table."""
+            return CODES[i]
+        ''',
     "tests/test_prices.py": '''
         def test_nothing(x):
             """Not a function of the package."""
@@ -126,7 +134,7 @@ PACKAGE = {
 KEPT = {"acme_tools.greet", "acme_tools.prices.net_price", "acme_tools.prices.discount"}
 DROPPED = {"a class (only functions are built)": 1, "an async function": 1, "unsafe import": 1, "varargs": 1,
            "network import (urllib)": 1, "imports a module that is not installed (acme_not_installed)": 1,
-           "imports from its own package inside a function": 1}
+           "imports from its own package inside a function": 1, "reaches more than 20000 characters of code": 1}
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,7 @@ from aac.data.callgraph import keep_reachable
 # what a package may import only when the network is there (the sandbox has none)
 NETWORK_MODULES = frozenset({"urllib", "http", "httpx", "urllib3", "aiohttp", "ftplib", "smtplib", "imaplib",
                              "poplib", "ssl", "websocket", "websockets", "grpc", "boto3", "botocore", "paramiko"})
+MAX_CODE_CHARS = 20000  # the code a row may carry: the critic reads all of it in every prompt
 SKIP_REASONS = {
     "class": "a class (only functions are built)",
     "async": "an async function",
@@ -48,6 +49,7 @@ SKIP_REASONS = {
     "missing": "imports a module that is not installed",
     "network": "network import",
     "unresolved": "imports a name its package does not define",
+    "long": f"reaches more than {MAX_CODE_CHARS} characters of code",
 }
 _TEST_NAMES = ("test", "tests", "conftest")
 
@@ -191,7 +193,10 @@ class _Package:
                         raise _Skip("clash", f"{b} in {bound[b]} and {name}")
         body = [s for name in order for s in parts[name]]
         self._check_imports(body)
-        return ast.unparse(ast.Module(body=body, type_ignores=[]))
+        code = ast.unparse(ast.Module(body=body, type_ignores=[]))
+        if len(code) > MAX_CODE_CHARS:
+            raise _Skip("long", f"{len(code)}")
+        return code
 
     def _reach(self, module: Module, roots: set[str]) -> tuple[list[ast.stmt], list[str], dict[Module, set[str]]]:
         """The statements of `module` that `roots` reach (imports from the package replaced by
