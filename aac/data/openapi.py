@@ -395,14 +395,14 @@ def _doc(title: str, info: dict, host: str, key_header, key, bearer, operations:
     for op in operations:
         parts = [f"{op.method} {op.route}: {op.summary} {op.description}".strip()]
         if op.params:
-            parts.append("Parameters: " + "; ".join(
+            parts.append(_sentence("Parameters: " + "; ".join(
                 f"{p.name} ({p.where}, {p.kind}{', required' if p.required and p.where != 'path' else ''})"
-                + (f" {p.description}" if p.description else "") for p in op.params) + ".")
+                + (f" {p.description.rstrip('.')}" if p.description else "") for p in op.params)))
         shown = "no body" if op.body is None else json.dumps(op.body)
         shown = shown if len(shown) <= 200 else shown[:199] + "…"
         parts.append(f"Answers {op.status} with {shown}.")
         if op.errors:
-            parts.append("Errors: " + "; ".join(f"{s} {d}".strip() for s, d in op.errors) + ".")
+            parts.append(_sentence("Errors: " + "; ".join(f"{s} {d.rstrip('.')}".strip() for s, d in op.errors)))
         lines.append(" ".join(parts))
     lines.append("A missing, unknown or ill-typed parameter is a 400; a value outside its allowed values or range a 422.")
     return _docstring_safe("\n".join(lines))
