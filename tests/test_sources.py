@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import textwrap
 
@@ -132,7 +133,7 @@ PACKAGE = {
         ''',
 }
 KEPT = {"acme_tools.greet", "acme_tools.prices.net_price", "acme_tools.prices.discount"}
-DROPPED = {"a class (only functions are built)": 1, "an async function": 1, "unsafe import": 1, "varargs": 1,
+DROPPED = {"private (its name starts with _)": 1, "a class (only functions are built)": 1, "an async function": 1, "unsafe import": 1, "varargs": 1,
            "network import (urllib)": 1, "imports a module that is not installed (acme_not_installed)": 1,
            "imports from its own package inside a function": 1, "reaches more than 20000 characters of code": 1}
 
@@ -422,3 +423,14 @@ def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path, run_m
     # evaluation refuses in one line, before any engine starts
     proc = run_module("aac.eval", f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf", timeout=120)
     assert proc.returncode != 0 and "one file has no train/test split" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_undecodable_bytes_and_bad_json_lines_name_their_file_and_line(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    good = json.dumps({"code": "def f(x):\n    return x\n", "entry_point": "f"})
+    rows.write_bytes(good.encode() + b'\n{"code": "caf\xe9"}\n')
+    with pytest.raises(SourceError, match="^" + re.escape(f"{rows}:2: not UTF-8 (byte 0xe9 at column 14); save the file as UTF-8")):
+        list(read_tasks(f"jsonl:{rows}"))
+    rows.write_text(good + "\n\n{oops\n")
+    with pytest.raises(SourceError, match="^" + re.escape(f"{rows}:3: not a JSON line")):
+        list(read_tasks(f"jsonl:{rows}"))

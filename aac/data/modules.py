@@ -18,8 +18,8 @@ description (a function without one gets an empty description: code match works,
 a description); the calls in its doctest lines are its first inputs (else the builder's seeds from
 its annotations, then typed probes).
 
-Skipped, each counted by reason in the build summary (a class or an async function is no task; the
-rest cannot run alone in the sandbox): SKIP_REASONS. The builder then drops what it cannot use
+Skipped, each counted by reason in the build summary (private or unlisted names, classes and async
+functions are no task; the rest cannot run alone in the sandbox): SKIP_REASONS. The builder then drops what it cannot use
 either (unsafe imports or builtins, varargs, no arguments, no input that runs: aac/data/anonymize.py,
 aac/data/pau.py).
 """
@@ -41,6 +41,8 @@ NETWORK_MODULES = frozenset({"urllib", "http", "httpx", "urllib3", "aiohttp", "f
                              "poplib", "ssl", "websocket", "websockets", "grpc", "boto3", "botocore", "paramiko"})
 MAX_CODE_CHARS = 20000  # the code a row may carry: the critic reads all of it in every prompt
 SKIP_REASONS = {
+    "private": "private (its name starts with _)",
+    "unlisted": "not in its module's __all__",
     "class": "a class (only functions are built)",
     "async": "an async function",
     "namespace": "imports a module of its own package as a namespace",
@@ -317,13 +319,14 @@ def module_functions(target: str) -> Iterator[ModuleFunction | tuple[str, str]]:
         for node in tree.body:
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 continue
+            task_id = f"{module.name}.{node.name}"
             if only is not None:
                 if node.name != only:
                     continue
             elif node.name.startswith("_") or (public is not None and node.name not in public):
+                yield task_id, SKIP_REASONS["private" if node.name.startswith("_") else "unlisted"]
                 continue
             found = True
-            task_id = f"{module.name}.{node.name}"
             if isinstance(node, ast.ClassDef):
                 yield task_id, SKIP_REASONS["class"]
                 continue
