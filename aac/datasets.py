@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 ALL = "all"  # the split that reads every row (a file's, or train then test of a set with splits)
 
 
+def check_split(spec: str | os.PathLike[str] | Dataset | DatasetDict, split: str) -> None:
+    """DatasetError (one line, naming the fix) when `spec` is a single file and `split` is not `all`."""
+    if isinstance(spec, str | os.PathLike) and Path(spec).expanduser().is_file() and split != ALL:
+        raise DatasetError(
+            f"{os.fspath(spec)}: one file has no train/test split, so split {split!r} would read every row "
+            "(evaluation on the training functions): give a folder with train.jsonl and test.jsonl "
+            "(python -m aac.data.build --out DIR), or set the split to all (env.split=all, eval.split=all) "
+            "to use every row knowingly")
+
+
 def load_instances(spec: str | os.PathLike[str] | Dataset | DatasetDict, *, split: str = "train", limit: int | None = None,
                    on_bad_row: str = "warn", domain: str = "pau") -> list[Instance]:
     """`aac.env.instance.load_instances` for instances of `domain` (`env.domain`, checked by the
@@ -33,12 +43,7 @@ def load_instances(spec: str | os.PathLike[str] | Dataset | DatasetDict, *, spli
     if not isinstance(spec, str | os.PathLike | dict):  # a datasets.Dataset object: one table, read whole
         split = "train" if split == ALL else split
     elif isinstance(spec, str | os.PathLike) and Path(spec).expanduser().is_file():
-        if split != ALL:
-            raise DatasetError(
-                f"{os.fspath(spec)}: one file has no train/test split, so split {split!r} would read every row "
-                "(evaluation on the training functions): give a folder with train.jsonl and test.jsonl "
-                "(python -m aac.data.build --out DIR), or set the split to all (env.split=all, eval.split=all) "
-                "to use every row knowingly")
+        check_split(spec, split)
         split = "train"  # a file is read whole whatever the split
     elif split == ALL:
         rows = [inst for part in SPLITS for inst in load_instances(spec, split=part, limit=limit, on_bad_row=on_bad_row,

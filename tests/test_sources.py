@@ -402,7 +402,7 @@ def test_a_bad_spec_is_a_one_line_error(tmp_path, text, message):
 # ---------------------------------------------------------------- no silent split
 
 
-def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path, run_module):
+def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path):
     from aac.data.build import write_rows
     from aac.datasets import load_instances
     from aac.env.instance import DatasetError
@@ -420,9 +420,21 @@ def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path, run_m
     train, test = (load_instances(tmp_path / "set", split=s) for s in ("train", "test"))
     assert (len(train), len(test)) == (1, 2)
     assert [i.uid for i in load_instances(tmp_path / "set", split="all")] == [i.uid for i in train + test]
-    # evaluation refuses in one line, before any engine starts
-    proc = run_module("aac.eval", f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf", timeout=120)
-    assert proc.returncode != 0 and "one file has no train/test split" in proc.stderr.strip().splitlines()[-1]
+    # training with a periodic held-out evaluation refuses at its start, not at the first evaluation
+    from aac.config import compose
+    from aac.training.held_out import HeldOutEval
+
+    knowingly = (f"env.data={tmp_path / 'rows.jsonl'}", "env.split=all", "eval_every=5")
+    with pytest.raises(DatasetError, match="one file has no train/test split, so split 'test'"):
+        HeldOutEval(compose(*knowingly), run=None)
+    HeldOutEval(compose(*knowingly, "eval.split=all"), run=None)
+    # aac.eval refuses in one line, before any engine starts
+    from aac.eval.__main__ import task
+    from aac.eval.config import rewrite_aliases
+
+    with pytest.raises(SystemExit, match=f"^aac.eval: {tmp_path / 'rows.jsonl'}: one file has no train/test split"):
+        task(compose(*rewrite_aliases([f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf"]),
+                     config_name="eval_config"))
 
 
 def test_undecodable_bytes_and_bad_json_lines_name_their_file_and_line(tmp_path):

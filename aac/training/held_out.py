@@ -23,8 +23,12 @@ class HeldOutEval:
     with the run's scorers; the instances are loaded on first use."""
 
     def __init__(self, cfg: TrainConfig, run: Run):
+        from aac.datasets import check_split
+
         self.cfg, self.run = cfg, run
         self._instances: Optional[list[Instance]] = None
+        if cfg.eval_every:  # a held-out file without a split fails at the start, not at the first evaluation
+            check_split(cfg.eval.data, cfg.eval.split)
 
     @property
     def instances(self) -> list[Instance]:
