@@ -282,6 +282,9 @@ paths:
       summary: Save a search.
       parameters: [{name: name, in: query, schema: {type: string}}]
       responses: {"200": {description: ok}}
+  /shelves/{shelfId}:
+    get: {summary: A shelf., responses: {"200": {description: ok}}}
+    head: {summary: Check a shelf., responses: {"200": {description: ok}}}
 """
 # no server (a host is made from the title), a bearer token, no examples: values from the schemas
 METEO = {
@@ -322,7 +325,9 @@ def test_openapi_specs_become_services_and_left_out_operations_are_counted(specs
     _, scaffold, instances, summary = specs
     assert summary.rows_in == 2 and summary.rows_kept == 2
     assert dict(summary.dropped) == {"operation: a parameter name that is no Python identifier": 1,
-                                     "operation: query parameters on a POST/PUT/PATCH (the service model takes a JSON body)": 1}
+                                     "operation: query parameters on a POST/PUT/PATCH (the service model takes a JSON body)": 1,
+                                     "operation: a path parameter the operation does not declare": 1,
+                                     "operation: a HEAD, OPTIONS or TRACE operation (not modelled)": 1}
     by_id = {i.uid: i for i in instances}
     shelf, meteo = by_id["web/shelf"], by_id["web/meteo"]
     assert shelf.domain == "web" and shelf.header == (

@@ -54,6 +54,8 @@ OPERATION_REASONS = {
     "object_query": "an object-valued query or path parameter",
     "twice": "a parameter declared twice",
     "beyond": f"beyond the first {MAX_OPERATIONS} operations",
+    "undeclared": "a path parameter the operation does not declare",
+    "method": "a HEAD, OPTIONS or TRACE operation (not modelled)",
 }
 _FRAMEWORK = "from aac.sandbox.web_service import HTTPError, OneOf, Range, Service"
 _RESERVED = {"api", "EXAMPLES", "CASES", "HTTPError", "OneOf", "Range", "Service", "requests"}  # the file's own names
@@ -289,6 +291,8 @@ def _operation(schemas: _Schemas, prefix: str, path: str, method: str, op: dict,
             params.append(Param(name, name, "body", name in required and bool(body.get("required", True)),
                                 schemas.spec_of(sub), value, _sentence(schemas.deref(sub).get("description")),
                                 schemas.kind(sub)))
+    if set(re.findall(r"\{([^}]*)\}", path)) - {p.name for p in params if p.where == "path"}:
+        raise _Unfit("undeclared")
     for p in params:
         if not p.name.isidentifier():
             raise _Unfit("name")
@@ -368,6 +372,7 @@ def generate(spec: dict, name: str) -> Generated:
     names: set[str] = set()
     for path, item in spec["paths"].items():
         item = schemas.deref(item)
+        dropped[OPERATION_REASONS["method"]] += sum(isinstance(item.get(m), dict) for m in ("head", "options", "trace"))
         for method in METHODS:
             if not isinstance(item.get(method), dict):
                 continue
