@@ -423,7 +423,9 @@ def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path):
     assert sorted(i.uid for i in load_instances(tmp_path / "rows.jsonl", split="all")) == sorted(KEPT)
     # a folder's `all` is its train rows, then its test rows
     train, test = (load_instances(tmp_path / "set", split=s) for s in ("train", "test"))
-    assert (len(train), len(test)) == (1, 2)
+    assert (len(train), len(test)) == (1, 2)  # --test-fraction 0.4; the default 0.2 gives (2, 1):
+    write_rows(str(tmp_path / "default"), instances, summary)
+    assert len(load_instances(tmp_path / "default", split="test")) == 1
     assert [i.uid for i in load_instances(tmp_path / "set", split="all")] == [i.uid for i in train + test]
     # training with a periodic held-out evaluation refuses at its start, not at the first evaluation
     from aac.config import compose

@@ -2,6 +2,7 @@
 
     python -m aac.data.web --out web.jsonl [--limit N]
     python -m aac.data.web --verify web.jsonl   # re-run every stored exchange and gold service call
+    python -m aac.data.build --source web:DIR --out DIR2   # a folder of your own service files (docs/sources.md)
 
 Sources: aac/_data/web/*.py, one service each, written in our own words after the shapes of public
 APIs (weather, currency, geocoding, books, todo, payments, search, ...). A file holds the gold
