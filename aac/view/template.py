@@ -44,6 +44,7 @@ h2{font-size:14px;margin:8px 0 4px}
 .turn.err{background:#fff7ed}
 .th{font-size:11px;color:#334155;display:flex;gap:6px;flex-wrap:wrap;align-items:center}
 .th .ph{font-weight:700;text-transform:uppercase;font-size:10px}
+.th.nums{margin-top:2px;color:#0f172a}
 .bar{display:inline-block;width:60px;height:8px;background:#f1f5f9;position:relative;vertical-align:middle}
 .bar i{position:absolute;top:0;height:8px}
 .bar i.pos{left:30px;background:#16a34a}
@@ -131,11 +132,10 @@ function bar(v) {
 function turnCell(t) {
   const hidden = F.phase !== 'all' && t.phase !== F.phase ? ' hidden' : '';
   let h = '<div class="turn ' + t.phase + (t.ok ? '' : ' err') + '" data-phase="' + t.phase + '" data-i="' + t.i + '"' + hidden + '>'
-    + '<div class="th"><span class="ph">' + t.phase + '</span><span>#' + t.i + '</span>'
-    + (t.ok ? '' : '<span class="flag bad">format error</span>')
-    + '<span class="critic" title="' + esc(t.judged || 'no judgment') + '">score ' + num(t.score) + '</span>'
-    + '<span class="reward">reward ' + num(t.reward) + '</span>' + bar(t.adv)
-    + (t.ver == null ? '' : '<span class="muted">v' + t.ver + '</span>') + '</div>';
+    + '<div class="th"><span class="ph">' + t.phase + '</span><span class="muted">#' + t.i
+    + (t.ver == null ? '' : ' · adapter v' + t.ver) + '</span>' + (t.ok ? '' : '<span class="flag bad">format error</span>') + '</div>'
+    + '<div class="th nums"><span class="critic" title="critic: ' + esc(t.judged || 'no judgment') + '">score ' + num(t.score) + '</span>'
+    + '<span class="reward">reward ' + num(t.reward) + '</span><span>' + bar(t.adv) + '</span></div>';
   if (t.phase === 'input') {
     h += '<div class="txt">' + esc(t.ok ? 'call ' + t.parsed : t.text) + '</div>';
     if (t.call) h += '<div class="txt call' + (t.call.err ? ' failed' : '') + '">→ ' + esc(t.call.err || t.call.out) + '</div>';
@@ -180,12 +180,12 @@ function apply() {
     const ok = rows[n].eps.some(keep);
     tr.hidden = !ok;
     if (ok) { shown++; if (first == null) first = rows[n].id; visible[tr.dataset.step] = true; }
-    tr.classList.toggle('sel', rows[n].id === F.ep);
   });
   $('index').querySelectorAll('tr.stephead').forEach(tr => { tr.hidden = !visible[tr.dataset.step]; });
   $('shown').textContent = shown + ' of ' + rows.length + (compare ? ' functions' : ' episodes') + ' shown';
   const r = rows.find(x => x.id === F.ep) || rows.find(x => x.id === first);
   if (!r) { $('episode').innerHTML = '<p class="muted">no episode passes the filters</p>'; return; }
+  $('index').querySelectorAll('tr.ep').forEach((tr, n) => tr.classList.toggle('sel', rows[n] === r));
   const e0 = r.eps[0];
   $('episode').innerHTML = (compare
     ? '<div class="pair">' + r.eps.map((e, k) => '<div class="col">' + episodeHtml(e, sides[k]) + '</div>').join('') + '</div>'
