@@ -135,6 +135,7 @@ def render_markdown(report: dict) -> str:
 
 
 SAMPLE_CHARS = 240  # characters of a reply or call result in report.md's sample episodes
+PAGE = "episodes.html"  # the viewer's page of the run, beside report.md
 
 
 def sample_episodes(episodes: list[dict], scores: dict[str, dict]) -> str:
@@ -144,6 +145,7 @@ def sample_episodes(episodes: list[dict], scores: dict[str, dict]) -> str:
     played = [e for e in episodes if e.get("steps")]
     if not played:
         return ""
+
     def rating(e: dict) -> float:
         value = ((scores.get(e["uid"]) or {}).get("judge") or {}).get("score")
         return float("-inf") if value is None else value
@@ -160,9 +162,6 @@ def sample_episodes(episodes: list[dict], scores: dict[str, dict]) -> str:
                   f"Description: {e.get('description') or '(none)'}", "", "````text",
                   transcript(e, width=SAMPLE_CHARS), "````"]
     return "\n".join(lines) + "\n"
-
-
-PAGE = "episodes.html"  # the viewer's page of the run, beside report.md
 
 
 def write_report(run_dir: str | Path, *, plot: bool = True, page: bool = True) -> dict:

@@ -22,6 +22,7 @@ from aac.env.protocol import ProtocolConfig
 from aac.traces import TraceError, replay
 
 if TYPE_CHECKING:
+    from aac.config import TrainConfig
     from aac.env.instance import Instance
     from aac.rollout.workers import RolloutBatch, ScoredEpisode
 
@@ -85,6 +86,14 @@ class EpisodeLog:
         self.protocol, self.stop_threshold = protocol, stop_threshold
         self.instances = {i.uid: i for i in instances}
         self.last: list[dict] = []  # the records of the last step written
+
+    @classmethod
+    def for_run(cls, out_dir: Path, cfg: TrainConfig, instances: list[Instance]) -> EpisodeLog:
+        """The log of a training run: `logging.episodes_per_step` kept a step, the run's protocol and seed."""
+        from aac.assembly import training_protocol
+
+        return cls(out_dir, keep=cfg.logging.episodes_per_step, table_every=cfg.logging.table_every, seed=cfg.seed,
+                   protocol=training_protocol(cfg.env), instances=instances, stop_threshold=cfg.rewards.stop_threshold)
 
     def resume(self, step: int) -> None:
         """A run resumed at `step` plays the steps after it again: their files go."""

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from omegaconf import OmegaConf
 
 from aac import checkpoint
-from aac.assembly import build_run, training_protocol
+from aac.assembly import build_run
 from aac.config import TrainConfig
 from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
@@ -73,9 +73,7 @@ class Trainer:
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
                                           self.adapter_sync.sync(self.version)))
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
-        self.episode_log = EpisodeLog(out_dir, keep=cfg.logging.episodes_per_step, table_every=cfg.logging.table_every,
-                                      seed=cfg.seed, protocol=training_protocol(cfg.env), instances=self.instances,
-                                      stop_threshold=cfg.rewards.stop_threshold)
+        self.episode_log = EpisodeLog.for_run(out_dir, cfg, self.instances)
         self.episode_log.resume(self.step)
 
     @property
