@@ -114,9 +114,10 @@ def test_episodes_per_step_sets_how_many_are_kept(run, tmp_path):
         compose("+recipe=tiny", "logging.table_every=-1")
 
 
-def test_a_resumed_run_rewrites_the_steps_after_its_checkpoint(run, tmp_path):
+def test_a_resumed_run_rewrites_the_steps_after_its_checkpoint(run, tmp_path, monkeypatch):
     """A run killed after step 2's episodes were written but before its checkpoint: the resume plays step
-    2 again and its file holds that play, once."""
+    2 again and its file holds that play, once; with wandb on (offline), step 2's episodes go to a Table."""
+    monkeypatch.setenv("WANDB_SILENT", "true")
     out, _ = run
     killed = tmp_path / "killed"
     shutil.copytree(out, killed, ignore=shutil.ignore_patterns("eval", "step_000002"))
@@ -124,10 +125,12 @@ def test_a_resumed_run_rewrites_the_steps_after_its_checkpoint(run, tmp_path):
     stale = [{"step": 2, "uid": "stale"}] * 5
     episode_files.write_step(killed / "episodes", 2, stale)
     episode_files.write_step(killed / "episodes", 3, stale)  # a step the resumed run never reaches
-    _train(_cfg(killed, "resume=true"), killed)
+    _train(_cfg(killed, "resume=true", "logging.wandb_mode=offline", "logging.table_every=2"), killed)
     recs = _records(killed)
     assert [r["step"] for r in recs] == [1, 1, 1, 2, 2, 2] and "stale" not in {r["uid"] for r in recs}
     assert recs[:3] == _records(out)[:3]  # step 1 untouched
+    (table,) = killed.glob("wandb/offline-run-*/files/media/table/episodes_*.table.json")
+    assert [row[:2] for row in json.loads(table.read_text())["data"]] == [[2, r["uid"]] for r in recs[3:]]
 
 
 def test_wandb_gets_a_table_of_the_kept_episodes(run, tmp_path, monkeypatch):
