@@ -55,7 +55,7 @@ def chart(title: str, series: list[tuple[str, list[tuple[int, float]]]]) -> str:
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.6"/>')
         parts += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2" fill="{colour}"/>' for x, y in pts[-200:]]
         if len(series) > 1:
-            parts.append(f'<text x="{PAD_L + 4 + 62 * k}" y="27" class="ax" fill="{colour}">{escape(label)}</text>')
+            parts.append(f'<text x="{PAD_L + 4 + 62 * k}" y="27" class="ax" style="fill:{colour}">{escape(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 

@@ -54,7 +54,7 @@ pre,.txt{white-space:pre-wrap;word-break:break-word;font:12px/1.35 ui-monospace,
 .call{background:#f0f9ff;padding:2px 4px}
 .call.failed{background:#fef2f2}
 .hyp{background:#fffbeb;padding:2px 4px}
-.privileged{background:#fdf4ff;border:2px dashed #a21caf;padding:6px 8px;margin-top:8px}
+.privileged{background:#fdf4ff;border:2px dashed #a21caf;padding:6px 8px;margin-bottom:8px}
 .privileged h3{margin:0 0 4px;font-size:13px;color:#86198f}
 .final{background:#fff;border:1px solid #e2e8f0;padding:4px 8px;margin:6px 0}
 details summary{cursor:pointer;color:#334155;font-size:12px}
@@ -169,7 +169,7 @@ function episodeHtml(e, side) {
 function privileged(uid) {
   const f = D.functions[uid];
   return '<aside class="privileged" id="privileged"><h3>Privileged: what the critic sees and the actor never saw</h3>'
-    + (f ? '<div><b>gold description</b><div class="txt">' + esc(f.description || '(none)') + '</div></div><details open><summary>source</summary><pre>' + esc(f.code) + '</pre></details>'
+    + (f ? '<div><b>gold description</b><div class="txt">' + esc(f.description || '(none)') + '</div></div><details><summary>source</summary><pre>' + esc(f.code) + '</pre></details>'
          : '<p class="muted">not available for this function</p>') + '</aside>';
 }
 function apply() {
@@ -187,9 +187,10 @@ function apply() {
   if (!r) { $('episode').innerHTML = '<p class="muted">no episode passes the filters</p>'; return; }
   $('index').querySelectorAll('tr.ep').forEach((tr, n) => tr.classList.toggle('sel', rows[n] === r));
   const e0 = r.eps[0];
-  $('episode').innerHTML = (compare
+  // the gold first: a reader holds each hypothesis against it
+  $('episode').innerHTML = privileged(e0.uid) + (compare
     ? '<div class="pair">' + r.eps.map((e, k) => '<div class="col">' + episodeHtml(e, sides[k]) + '</div>').join('') + '</div>'
-    : episodeHtml(e0, A)) + privileged(e0.uid);
+    : episodeHtml(e0, A));
 }
 indexTable();
 readHash();
