@@ -38,9 +38,9 @@ h2{font-size:14px;margin:8px 0 4px}
 .cycle{display:grid;grid-template-columns:64px repeat(3,minmax(0,1fr));gap:4px;margin-bottom:4px}
 .cno{font-size:11px;color:#64748b;padding-top:4px}
 .turn{background:#fff;border:1px solid #e2e8f0;border-top:3px solid #94a3b8;padding:4px 6px;min-width:0}
-.turn.reasoning{border-top-color:#6366f1}
-.turn.input{border-top-color:#0891b2}
-.turn.reflect{border-top-color:#d97706}
+.turn.reasoning{border-top-color:#6366f1;grid-column:2}
+.turn.input{border-top-color:#0891b2;grid-column:3}
+.turn.reflect{border-top-color:#d97706;grid-column:4}
 .turn.err{background:#fff7ed}
 .th{font-size:11px;color:#334155;display:flex;gap:6px;flex-wrap:wrap;align-items:center}
 .th .ph{font-weight:700;text-transform:uppercase;font-size:10px}
@@ -134,8 +134,10 @@ function turnCell(t) {
   let h = '<div class="turn ' + t.phase + (t.ok ? '' : ' err') + '" data-phase="' + t.phase + '" data-i="' + t.i + '"' + hidden + '>'
     + '<div class="th"><span class="ph">' + t.phase + '</span><span class="muted">#' + t.i
     + (t.ver == null ? '' : ' · adapter v' + t.ver) + '</span>' + (t.ok ? '' : '<span class="flag bad">format error</span>') + '</div>'
-    + '<div class="th nums"><span class="critic" title="critic: ' + esc(t.judged || 'no judgment') + '">score ' + num(t.score) + '</span>'
-    + '<span class="reward">reward ' + num(t.reward) + '</span><span>' + bar(t.adv) + '</span></div>';
+    // an eval's turns have no critic, reward or advantage
+    + (t.reward == null && t.score == null && t.adv == null ? '' : '<div class="th nums"><span class="critic" title="critic: '
+       + esc(t.judged || 'no judgment') + '">score ' + num(t.score) + '</span>'
+       + '<span class="reward">reward ' + num(t.reward) + '</span><span>' + bar(t.adv) + '</span></div>');
   if (t.phase === 'input') {
     h += '<div class="txt">' + esc(t.ok ? 'call ' + t.parsed : t.text) + '</div>';
     if (t.call) h += '<div class="txt call' + (t.call.err ? ' failed' : '') + '">→ ' + esc(t.call.err || t.call.out) + '</div>';
