@@ -67,9 +67,16 @@ endif
 demo: prepare
 	$(PY) -m aac.train out_dir=$(DEMO_OUT) $(ARGS)
 	$(PY) -m aac.eval.side_by_side $(DEMO_OUT)
+	$(PY) -m aac.view $(DEMO_OUT) --out $(DEMO_OUT)/episodes.html
+
+# the browser tests/test_view.py draws the episode page in: Debian's chromium, installed where it is missing (root)
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
 
 # aac.skyrl's tests under SkyRL's own pins: its venv is built and its tests run beside the main suite
-test: prepare
+test: prepare browser
 	{ $(MAKE) -s install-skyrl && $(SKYRL_VENV)/bin/python -m pytest $(SKYRL_TESTS); echo $$? > .skyrl.rc; } \
 	  > .skyrl.log 2>&1 & \
 	$(PY) -m pytest --durations=15; rc=$$?; wait; \
@@ -80,7 +87,7 @@ test: prepare
 test-skyrl: prepare $(SKYRL_STAMP)
 	$(SKYRL_VENV)/bin/python -m pytest --durations=5 $(SKYRL_TESTS)
 
-test-fast: prepare
+test-fast: prepare browser
 	$(PY) -m pytest -m "not slow"
 
 lint: install

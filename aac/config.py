@@ -421,6 +421,11 @@ class LoggingConfig:
     project: str = "aac"
     run_name: Optional[str] = None
     progress: bool = True
+    # episodes of each training step kept in OUT/episodes/step_NNNNNN.jsonl.gz (docs/viewer.md): a seeded
+    # sample of this many; 0: none kept; -1: every episode of the step
+    episodes_per_step: int = 4
+    # with wandb on, a Table of the kept episodes every this many steps (0: never)
+    table_every: int = 10
 
 
 @dataclass
@@ -543,7 +548,9 @@ def validate(cfg: Any) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value <= 0:
             raise ConfigError(f"{key}={value!r} must be > 0")
-    for key in ("save_every", "eval_every", "max_actor_restarts"):  # 0: never (periodically; no rebuild)
+    if cfg.logging.episodes_per_step < -1:
+        raise ConfigError(f"logging.episodes_per_step={cfg.logging.episodes_per_step!r} must be >= -1 (0: none, -1: all)")
+    for key in ("save_every", "eval_every", "max_actor_restarts", "logging.table_every"):  # 0: never (periodically; no rebuild)
         value = OmegaConf.select(cfg, key)
         if value < 0:
             raise ConfigError(f"{key}={value!r} must be >= 0 (0: never)")

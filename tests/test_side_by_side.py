@@ -37,12 +37,16 @@ def test_make_demo_trains_then_prints_the_side_by_side_table(tmp_path):
     out = tmp_path / "demo"
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", PYTHONPATH=str(ROOT))
     commands = demo_commands()
-    assert [c.split()[:3] for c in commands] == [["$(PY)", "-m", "aac.train"], ["$(PY)", "-m", "aac.eval.side_by_side"]]
+    assert [c.split()[:3] for c in commands] == [["$(PY)", "-m", "aac.train"], ["$(PY)", "-m", "aac.eval.side_by_side"],
+                                                 ["$(PY)", "-m", "aac.view"]]
+    done = []
     for cmd in commands:
         cmd = (cmd.replace("$(PY)", shlex.quote(sys.executable)).replace("$(DEMO_OUT)", str(out))
                .replace("$(ARGS)", TRAIN_ARGS))
-        res = subprocess.run(cmd, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        assert res.returncode == 0, res.stderr[-3000:]
+        done.append(subprocess.run(cmd, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600))
+        assert done[-1].returncode == 0, done[-1].stderr[-3000:]
+    res, page = done[1], done[2].stdout.strip()
+    assert page == str((out / "episodes.html").resolve()) and "Privileged" in (out / "episodes.html").read_text()
     table = res.stdout
     assert "| model | format errors / turn | queries / episode | informative calls / episode | concluded |" in table
     rows = [ln for ln in table.splitlines() if ln.startswith(("| base |", "| tuned |"))]

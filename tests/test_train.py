@@ -192,6 +192,13 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert [r["step"] for r in b] == list(range(1, STEPS + 1))
     assert [r["uids"] for r in a] == [r["uids"] for r in b]  # same data order
     assert json.loads((killed / "summary.json").read_text())["steps"] == STEPS
+    # kept episodes: one file a step, the steps after the checkpoint written once more, not twice
+    from aac.episode_files import read_steps
+
+    kept = read_steps(killed / "episodes")
+    assert [r["step"] for r in kept] == [s for s in range(1, STEPS + 1) for _ in range(4)]
+    uids = {r["step"]: r["uids"] for r in b}
+    assert all(r["uid"] in uids[r["step"]] for r in kept)
     from peft import PeftConfig
 
     final = killed / "checkpoints" / f"step_{STEPS:06d}" / "adapter"

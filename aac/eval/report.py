@@ -134,15 +134,51 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir: str | Path, *, plot: bool = True) -> dict:
-    """Summarise a run directory into report.json, report.md (and the score plot)."""
+SAMPLE_CHARS = 240  # characters of a reply or call result in report.md's sample episodes
+PAGE = "episodes.html"  # the viewer's page of the run, beside report.md
+
+
+def sample_episodes(episodes: list[dict], scores: dict[str, dict]) -> str:
+    """Two episodes as text for report.md: the best and the worst by judge score (unscored: the first two)."""
+    from aac.episode_files import transcript
+
+    played = [e for e in episodes if e.get("steps")]
+    if not played:
+        return ""
+
+    def rating(e: dict) -> float:
+        value = ((scores.get(e["uid"]) or {}).get("judge") or {}).get("score")
+        return float("-inf") if value is None else value
+
+    ranked = sorted(played, key=rating, reverse=True)
+    picked = [ranked[0], ranked[-1]] if len(ranked) > 1 else ranked[:1]
+    lines = ["", "## Sample episodes", "",
+             f"The best and the worst of the {len(played)} episodes by judge score, each reply and call result cut "
+             f"at {SAMPLE_CHARS} characters; every episode, whole, in {PAGE} (`python -m aac.view`)."]
+    for e in picked:
+        score = ((scores.get(e["uid"]) or {}).get("judge") or {}).get("score")
+        lines += ["", f"### {e['uid']}: judge score {fmt(score)}, {e['num_queries']} calls, "
+                      f"{'concluded' if e['concluded'] else 'not concluded'}, {e['format_errors']} format errors", "",
+                  f"Description: {e.get('description') or '(none)'}", "", "````text",
+                  transcript(e, width=SAMPLE_CHARS), "````"]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(run_dir: str | Path, *, plot: bool = True, page: bool = True) -> dict:
+    """Summarise a run directory into report.json, report.md (with two sample episodes), the score plot
+    (`plot`) and the episode viewer's page (`page`: episodes.html)."""
     run_dir = Path(run_dir)
     identity, episodes, scores = records.load_run(run_dir)
     report = summarize(identity, episodes, scores)
     if (run_dir / records.TIMING).exists():
         report["timing"] = json.loads((run_dir / records.TIMING).read_text(encoding="utf-8"))
     records.write_json(run_dir / records.REPORT_JSON, report)
-    (run_dir / records.REPORT_MD).write_text(render_markdown(report), encoding="utf-8")
+    (run_dir / records.REPORT_MD).write_text(render_markdown(report) + sample_episodes(episodes, scores),
+                                             encoding="utf-8")
+    if page:
+        from aac.view import write_page
+
+        write_page([run_dir], run_dir / PAGE)
     if plot:
         from aac.eval.plot import plot_score_distribution
 

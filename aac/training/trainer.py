@@ -25,6 +25,7 @@ from aac.rollout.driver import SamplingSpec
 from aac.rollout.fanout import LaunchedStep, launch_step
 from aac.rollout.workers import RolloutBatch
 from aac.training.data_order import DataOrder, seed_everything
+from aac.training.episode_log import EpisodeLog
 from aac.training.held_out import HeldOutEval
 from aac.training.pipeline import RolloutAhead, lag_metrics
 from aac.training.state import LearnerStates, resume
@@ -72,6 +73,8 @@ class Trainer:
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
                                           self.adapter_sync.sync(self.version)))
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
+        self.episode_log = EpisodeLog.for_run(out_dir, cfg, self.instances)
+        self.episode_log.resume(self.step)
 
     @property
     def engine(self) -> Any:
@@ -127,6 +130,7 @@ class Trainer:
         check_served(batch, served)
         adv = self.advantages(batch)
         samples = self.samples(batch, adv)
+        self.episode_log.write(nxt, batch, adv)
         probe = probe_of(batch, self.cfg.sync_probe_tokens)
         before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
         if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
@@ -174,6 +178,7 @@ class Trainer:
                 if cfg.eval_every and self.step % cfg.eval_every == 0:
                     m.update(self.evaluate())
                 self.metrics.write(self.step, m)
+                self.episode_log.table(self.metrics.wandb, self.step)
                 log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
                          "rollout %.1fs (%.0f tok/s) update %.1fs", self.step, self.total_steps,
                          m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
