@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from memory_model_check import NARROW, TINY, measure  # noqa: E402
 
 from aac.config import LearnerConfig, compose  # noqa: E402
-from aac.learner.memory import GiB, Batch, Dims, MemoryFitError, check_fit, model_dims, predict  # noqa: E402
+from aac.learner.memory import Batch, Dims, GiB, MemoryFitError, check_fit, model_dims, predict  # noqa: E402
 from aac.models import QWEN3_8B  # noqa: E402
 
 

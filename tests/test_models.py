@@ -101,7 +101,6 @@ def test_a_random_shape_is_built_once_on_the_cpu_in_shards_and_every_piece_loads
     """qwen3_8b_random's path at a tiny shape: `build_run` builds the model in the driver, before any piece
     starts (shard by shard, on the CPU), and the engine and the learner load that folder; nothing builds
     it again."""
-    import functools
 
     import torch
     from safetensors.torch import load_file
