@@ -6,7 +6,10 @@ versions (a vLLM outside the supported range is refused in one line, before anyt
 the phase times and the generated / prompt / update tokens, each piece's peak memory, the engine's KV
 cache, the learner's attention kernel, the adapter-sync gap, and the recipe's full run projected from
 those measurements (`aac/preflight/projection.py`). `model=qwen3_8b_random` times the flagship's exact
-shape with random weights (no download).
+shape with random weights (no download); its replies all score alike, so `preflight.synthetic_advantages`
+gives such a batch advantages that make its update run (and be timed). Before anything is built, the
+machine's GPUs and the learner's predicted peak are checked (`aac.hardware.check_run`, one line), and the
+prediction is reported beside the learner's measured peak.
 """
 
 from __future__ import annotations
