@@ -78,7 +78,7 @@ def _slice(shape: Shape, layers: int, tokens: int, seq_len: int, steps: int, dev
     model = build_random(replace(shape, num_hidden_layers=layers), torch.bfloat16, device)
     cfg = _learner_cfg(tokens)
     learner = Learner(cfg, "", seed=0, base_model=model)
-    batch = make_batch(tokens, seq_len, 0.75, shape.vocab_size, seed=0, shared_frac=0.8)
+    batch = _batch(shape, tokens, seq_len)
     rows = learner._plan(batch)
     biggest = max((Batch.of_row(r) for r in rows), key=lambda b: b.tokens)
     predicted = predict(Dims.of(model.config), cfg, device=device.type, batch=biggest)
@@ -112,8 +112,8 @@ def learner_update(shape: Shape, layers: tuple[int, int], tokens: int, seq_len: 
     a, b = (_slice(shape, n, tokens, seq_len, steps, device) for n in layers)
     full = shape.num_hidden_layers
 
-    def extrapolate(key: str) -> float:
-        per_layer = (b[key] - a[key]) / (b["layers"] - a["layers"])
+    def extrapolate(key: str) -> float:  # a layer costs >= 0 (timing noise can order two tiny slices wrong)
+        per_layer = max((b[key] - a[key]) / (b["layers"] - a["layers"]), 0.0)
         return a[key] + per_layer * (full - a["layers"])
 
     step_s, peak_gb = extrapolate("step_s"), extrapolate("peak_gb")
@@ -132,12 +132,22 @@ def learner_update(shape: Shape, layers: tuple[int, int], tokens: int, seq_len: 
             "predicted_over_measured": predicted["total"] / GiB / peak_gb}
 
 
+PROMPT_FRAC, SHARED_FRAC = 0.75, 0.8  # a turn's prompt share, and the share of that prompt all turns share
+
+
+def _batch(shape: Shape, tokens: int, seq_len: int) -> list[Any]:
+    """Turns of `seq_len` tokens sharing a prompt prefix, as many as make one prefix-shared row of about
+    `tokens` unique tokens (the micro-batch the budget allows)."""
+    shared = int(int(seq_len * PROMPT_FRAC) * SHARED_FRAC)
+    turns = max(1, (tokens - shared) // (seq_len - shared))
+    return make_batch(turns * seq_len, seq_len, PROMPT_FRAC, shape.vocab_size, seed=0, shared_frac=SHARED_FRAC)
+
+
 def _slice_batch(shape: Shape, tokens: int, seq_len: int) -> Batch:
     """The biggest row of the slices' batch, as the learner plans it (no model needed)."""
     from aac.learner.packing import pack_plan
 
-    batch = make_batch(tokens, seq_len, 0.75, shape.vocab_size, seed=0, shared_frac=0.8)
-    rows = pack_plan([s.prompt_ids + s.completion_ids for s in batch], tokens)
+    rows = pack_plan([s.prompt_ids + s.completion_ids for s in _batch(shape, tokens, seq_len)], tokens)
     return max((Batch.of_row(r) for r in rows), key=lambda b: b.tokens)
 
 
