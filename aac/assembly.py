@@ -200,6 +200,10 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
     """The pieces of a training run (`train`: engines, critic, learner, rollout workers, placed as
     `rollout.placement` says) or of an eval run (engines on first use, in this process)."""
     use_ray = train and cfg.rollout.placement == "ray"
+    if train:  # an embedded model (qwen3_8b_random: 16 GB) built once, here on the CPU, before any piece loads it
+        from aac.models import resolve_model
+
+        resolve_model(cfg.model.name)
     if use_ray:
         start_ray(threads=cfg.rollout.cpu_threads, address=cfg.ray.address)
         check_gpus(gpu_asks(cfg), cluster_gpus())

@@ -411,6 +411,11 @@ class PreflightConfig:
     """`python -m aac.preflight`: a few real steps of a recipe, measured, and its full run projected."""
 
     steps: int = 3  # training steps run and timed (the first includes the engines' warm-up)
+    # a batch whose every advantage is 0 (random replies all score alike: model=qwen3_8b_random) would skip
+    # its update, so the learner is never timed: true gives each episode of such a batch a synthetic
+    # advantage (+1, -1 alternating within its group) so the update runs at learner.micro_batch_tokens and
+    # its time and peak memory are measured (aac/preflight/synthetic.py). Preflight only; false: as aac.train
+    synthetic_advantages: bool = True
     eval: bool = True  # also time one held-out evaluation when the recipe evaluates (eval_every > 0)
     json: Optional[str] = None  # where the measurements go; None: OUT_DIR/preflight.json
 

@@ -32,11 +32,29 @@ def aac_home() -> Path:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """A Qwen3's dimensions (`Qwen3Config` fields)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+
+
+QWEN3_8B = Shape(vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                 num_attention_heads=32, num_key_value_heads=8, head_dim=128)  # Qwen/Qwen3-8B's config.json
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     source: str  # what `from_pretrained` receives when there is no builder
     builder: Optional[Callable[[Path], None]] = None  # writes the folder, for embedded models
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    shape: Optional[Shape] = None  # the dimensions, where known without its config (the learner's memory model)
 
 
 def atomic_build(target: Path, build: Callable[[Path], None], marker: str = "config.json") -> None:
@@ -114,23 +132,6 @@ def _tiny_corpus() -> list[str]:
     return [words] * 20 + [inspect.getsource(_json), inspect.getsource(_textwrap)]
 
 
-@dataclass(frozen=True)
-class Shape:
-    """A Qwen3's dimensions (`Qwen3Config` fields)."""
-
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-
-
-QWEN3_8B = Shape(vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
-                 num_attention_heads=32, num_key_value_heads=8, head_dim=128)  # Qwen/Qwen3-8B's config.json
-
-
 def _tiny_tokenizer() -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -173,14 +174,55 @@ def _build_qwen3(out: Path, *, shape: Optional[Shape], heads: tuple[int, int] = 
     config = (Qwen3Config(**dims, max_position_embeddings=4096, tie_word_embeddings=True, **special) if shape is None
               else Qwen3Config(**dims, max_position_embeddings=40960, rope_theta=1e6, rms_norm_eps=1e-6,
                                tie_word_embeddings=False, **special))
-    torch.manual_seed(0)
-    device = "cuda" if shape is not None and torch.cuda.is_available() else "cpu"  # 8B: initialised on the GPU
-    with torch.device(device):
+    if shape is not None:
+        _write_random(out, config, getattr(torch, dtype))
+    else:
+        torch.manual_seed(0)
         model = Qwen3ForCausalLM(config).to(getattr(torch, dtype))
-    model.generation_config.eos_token_id = config.eos_token_id
-    model.generation_config.pad_token_id = config.pad_token_id
-    model.save_pretrained(out, safe_serialization=True)
+        model.generation_config.eos_token_id = config.eos_token_id
+        model.generation_config.pad_token_id = config.pad_token_id
+        model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
+
+
+SHARD_BYTES = 2 * 2**30
+
+
+def _write_random(out: Path, config: Any, dtype: Any) -> None:
+    """A model of `config` with random weights (seed 0: normal(0, initializer_range), norms 1), written to
+    `out` shard by shard on the CPU: no GPU is touched and at most one shard (2 GB) is held, so the 8B
+    shape (16 GB) is built once by the driver, before any piece starts, and every piece loads it from disk."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import GenerationConfig, Qwen3ForCausalLM
+
+    with torch.device("meta"):
+        names = {k: (v.shape, k.endswith("norm.weight")) for k, v in Qwen3ForCausalLM(config).state_dict().items()}
+    gen = torch.Generator().manual_seed(0)
+    index: dict[str, str] = {}
+    shard: dict[str, torch.Tensor] = {}
+
+    def flush() -> None:
+        name = f"model-{len(set(index.values())) + 1:05d}.safetensors"
+        save_file(shard, str(out / name), metadata={"format": "pt"})
+        index.update(dict.fromkeys(shard, name))
+        shard.clear()
+
+    for key, (shape, norm) in names.items():
+        tensor = torch.ones(shape, dtype=dtype) if norm else \
+            torch.empty(shape).normal_(0.0, config.initializer_range, generator=gen).to(dtype)
+        if shard and sum(t.nbytes for t in shard.values()) + tensor.nbytes > SHARD_BYTES:
+            flush()
+        shard[key] = tensor
+    flush()
+    total = sum(torch.Size(shape).numel() for shape, _ in names.values()) * dtype.itemsize
+    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                  "weight_map": index}))
+    config.dtype = dtype
+    config.save_pretrained(out)
+    GenerationConfig(eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id).save_pretrained(out)
 
 
 def _smollm2_tokenizer() -> Any:
@@ -196,8 +238,8 @@ REGISTRY: dict[str, ModelSpec] = {
                                 functools.partial(_build_qwen3, shape=None, heads=(4, 2))),
     "qwen3_8b_random": ModelSpec("qwen3_8b_random", "qwen3_8b_random",
                                  functools.partial(_build_qwen3, shape=QWEN3_8B, dtype="bfloat16",
-                                                   tokenizer=_smollm2_tokenizer)),
-    "qwen3_8b": ModelSpec("qwen3_8b", "Qwen/Qwen3-8B", None, {"enable_thinking": False}),
+                                                   tokenizer=_smollm2_tokenizer), shape=QWEN3_8B),
+    "qwen3_8b": ModelSpec("qwen3_8b", "Qwen/Qwen3-8B", None, {"enable_thinking": False}, shape=QWEN3_8B),
     "qwen3_1_7b": ModelSpec("qwen3_1_7b", "Qwen/Qwen3-1.7B", None, {"enable_thinking": False}),
 }
 

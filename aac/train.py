@@ -10,6 +10,7 @@ from omegaconf import DictConfig
 
 from aac.cli import output_dir, run_hydra
 from aac.config import validate
+from aac.hardware import check_run
 from aac.metrics import plot, read
 from aac.training import Trainer
 
@@ -19,6 +20,7 @@ DEFAULT_RECIPE = "smollm2_cpu"
 
 def train(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
+    check_run(cfg, "aac.train")  # the GPUs and the learner's memory, before Ray and the data
     out_dir = output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,

@@ -95,3 +95,44 @@ def test_the_random_flagship_is_built_at_any_shape_with_a_real_tokenizer(tmp_pat
     entry = REGISTRY["qwen3_8b_random"].builder
     assert entry.keywords["shape"] == QWEN3_8B and entry.keywords["dtype"] == "bfloat16"
     assert (QWEN3_8B.hidden_size, QWEN3_8B.num_hidden_layers, QWEN3_8B.intermediate_size) == (4096, 36, 12288)
+
+
+def test_a_random_shape_is_built_once_on_the_cpu_in_shards_and_every_piece_loads_it(tmp_path, monkeypatch):
+    """qwen3_8b_random's path at a tiny shape: `build_run` builds the model in the driver, before any piece
+    starts (shard by shard, on the CPU), and the engine and the learner load that folder; nothing builds
+    it again."""
+
+    import torch
+    from safetensors.torch import load_file
+
+    from aac import models
+    from aac.assembly import build_run
+    from aac.config import compose
+
+    small = models.Shape(vocab_size=1024, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+    builds = []
+
+    def build(out):
+        builds.append(torch.cuda.is_initialized())
+        models._build_qwen3(out, shape=small, dtype="float32", tokenizer=models._tiny_tokenizer)
+
+    monkeypatch.setenv("AAC_HOME", str(tmp_path))
+    monkeypatch.setattr(models, "SHARD_BYTES", 100_000)  # several shards at this size
+    monkeypatch.setitem(models.REGISTRY, "random_small", models.ModelSpec("random_small", "random_small", build,
+                                                                        shape=small))
+    run = build_run(compose("+recipe=tiny", "model.name=random_small", "rollout.placement=local"))
+    try:
+        folder = tmp_path / "models" / "random_small"
+        shards = sorted(folder.glob("model-*.safetensors"))
+        assert builds == [False] and len(shards) > 1  # once, CUDA never touched
+        on_disk = {k: v for s in shards for k, v in load_file(s).items()}
+        key = "model.layers.1.mlp.down_proj.weight"
+        learner = dict(run.learner._obj.policy.get_base_model().named_parameters())  # local placement: here
+        torch.testing.assert_close(learner[key.replace("weight", "base_layer.weight")], on_disk[key])
+        engine = getattr(run.actor, "engine", run.actor)
+        torch.testing.assert_close(dict(engine.model.named_parameters())[key], on_disk[key])
+    finally:
+        run.close()
+    models.resolve_model("random_small")
+    assert len(builds) == 1

@@ -61,6 +61,7 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
         assert s["generated_tokens"] > 0 and s["prompt_tokens"] > s["generated_tokens"] and s["turns"] > 0
         assert s["turns_per_episode"] == s["turns"] / 8  # 2 functions x group 4
         assert not s["update_skipped"] and s["loss_tokens"] == s["generated_tokens"]
+        assert s["synthetic_advantages"] is False  # these batches carry a signal: left alone
         # the prefix tree computes a group's shared prompts once: fewer tokens than prompts + replies
         assert s["loss_tokens"] < s["update_tokens"] < s["prompt_tokens"] + s["generated_tokens"]
         assert 0 < s["rollout_s"] + s["update_s"] <= s["wall_s"] and s["sync_logprob_gap"] < 0.05
@@ -71,3 +72,42 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
     assert p["steps"] == 3 and p["step_s"] == pytest.approx(walls[1], abs=0.01)
     assert p["total_s"] == pytest.approx(m["startup_s"] + sum(walls) + walls[1] + 3 * m["save_s"] + m["close_s"], abs=0.5)
     assert "projected full run (3 steps" in r.stdout and report["versions"]["torch"]
+
+
+def test_synthetic_advantages_make_a_skipped_update_run(tiny_model_path):
+    """preflight.synthetic_advantages: random replies all score alike (every advantage 0), so the learner
+    skips the update; a batch like that gets +1/-1 per episode within each group and the update runs."""
+    import types
+
+    from test_learner import config, samples
+
+    from aac.config import compose
+    from aac.learner import Learner
+    from aac.preflight.__main__ import PreflightTrainer
+    from aac.preflight.synthetic import synthetic_advantages
+
+    zero = [[0.0, 0.0], [0.0], [0.0, 0.0, 0.0], [0.0]]
+    adv, replaced = synthetic_advantages([0, 0, 1, 1], zero)
+    assert replaced and adv == [[1.0, 1.0], [-1.0], [1.0, 1.0, 1.0], [-1.0]]
+    real = [[0.5, 0.0], [0.0], [0.0, 0.0, 0.0], [-0.5]]
+    assert synthetic_advantages([0, 0, 1, 1], real) == (real, False)  # a batch with a signal is left alone
+
+    # the Trainer's hook, with the field on and off, on a batch whose turns all score alike
+    turn = types.SimpleNamespace(phase="input", reward=0.25, format_penalty=0.0)
+    batch = types.SimpleNamespace(episodes=[types.SimpleNamespace(group=g, uid=f"u{g}", turns=[turn, turn])
+                                            for g in (0, 0, 1, 1)])
+    for on in (True, False):
+        trainer = object.__new__(PreflightTrainer)  # the hook needs only the config
+        trainer.cfg = compose("+recipe=tiny", f"preflight.synthetic_advantages={str(on).lower()}")
+        got = trainer.advantages(batch)
+        assert trainer.synthetic is on
+        assert got == ([[1.0, 1.0], [-1.0, -1.0]] * 2 if on else [[0.0, 0.0]] * 4)
+    learner = Learner(config(), tiny_model_path, seed=0)
+    turns = samples()[:4]
+    for s in turns:
+        s.advantage = 0.0
+    assert learner.update(turns)["skipped"]
+    for s, (a, *_) in zip(turns, adv):
+        s.advantage = a
+    m = learner.update(turns)
+    assert not m["skipped"] and m["tokens"] > 0 and m["steps"] == 1

@@ -16,6 +16,7 @@ skipped without a forward pass (weights, optimizer and scheduler untouched).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -30,6 +31,7 @@ from transformers import PreTrainedModel
 from aac.learner.allocator import check_process_env, set_mmap_threshold
 from aac.learner.backends import make_backend
 from aac.learner.batching import MicroBatch, Sample, collate, completion_logps, plan_micro_batches
+from aac.learner.collective import all_reduce
 from aac.learner.grpo import grpo_loss, truncated_is_weight
 from aac.learner.packing import PackedBatch, PackedRow, collate_packed, pack_plan
 from aac.learner.policy import add_lora, load_adapter_weights, load_base_model, packed_logps, token_logps
@@ -39,6 +41,7 @@ from aac.learner.tree_attention import use_prefix_tree
 if TYPE_CHECKING:
     from aac.config import LearnerConfig
 
+log = logging.getLogger(__name__)
 LOSS_METRICS = ("loss", "pg_loss", "kl", "clip_frac")
 SAMPLING_METRICS = ("sampling/logprob_gap", "sampling/is_weight_mean", "sampling/is_weight_max",
                     "sampling/is_truncated_frac")
@@ -60,9 +63,15 @@ def _snapshot(value: _T) -> _T:
     return value
 
 
-def _device() -> torch.device:
+def _device(num_gpus: float = 0.0) -> torch.device:
+    """cuda (this rank's) where torch sees a GPU, else the CPU. A learner that asked for a GPU and gets the
+    CPU says so: `aac.train` refuses that machine before any piece starts (`aac.hardware`), so only a CPU
+    rehearsal with declared GPUs (a Ray cluster's fake GPU resources) trains here."""
     if torch.cuda.is_available():
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    if num_gpus:
+        log.warning("learner.num_gpus=%g but torch sees no CUDA device (torch %s): the learner trains on the CPU",
+                    num_gpus, torch.__version__)
     return torch.device("cpu")
 
 
@@ -123,7 +132,7 @@ class Learner:
 
     def __init__(self, cfg: LearnerConfig, model_path: str, seed: int = 0, *, base_model: Optional[PreTrainedModel] = None):
         self.cfg = cfg
-        self.device = _device()
+        self.device = _device(cfg.num_gpus)
         if self.device.type == "cpu":
             set_mmap_threshold(cfg.malloc_mmap_threshold_kb)
             check_process_env(cfg)
@@ -156,20 +165,21 @@ class Learner:
         return [samples[i] for i in token_shards([len(s) for s in samples], self.world)[self.rank]]
 
     def _all_reduce(self, m: dict[str, Any]) -> dict[str, Any]:
-        """Sum the gradients and the loss metrics of a mini-batch over the ranks (max for weight_max)."""
+        """Sum the gradients and the loss metrics of a mini-batch over the ranks (max for weight_max), each
+        through `collective.all_reduce` (on the group's device: NCCL takes no CPU tensor)."""
         import torch.distributed as dist
 
         for p in self.backend.params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-            dist.all_reduce(p.grad)
+            all_reduce(p.grad)
         sums = m["is_sums"] or dict.fromkeys(IS_SUMS, 0.0)
         added = [k for k in IS_SUMS if k != "weight_max"]
         flat = torch.tensor([m[k] for k in (*LOSS_METRICS, "tokens", "micro_batches")] + [sums[k] for k in added],
                             dtype=torch.float64)
         top = torch.tensor([float(sums["weight_max"])], dtype=torch.float64)
-        dist.all_reduce(flat)
-        dist.all_reduce(top, op=dist.ReduceOp.MAX)
+        all_reduce(flat)
+        all_reduce(top, op=dist.ReduceOp.MAX)
         values = flat.tolist()
         out = {**m, **dict(zip(LOSS_METRICS, values)), "tokens": int(values[len(LOSS_METRICS)]),
                "micro_batches": int(values[len(LOSS_METRICS) + 1])}

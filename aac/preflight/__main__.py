@@ -6,7 +6,10 @@ versions (a vLLM outside the supported range is refused in one line, before anyt
 the phase times and the generated / prompt / update tokens, each piece's peak memory, the engine's KV
 cache, the learner's attention kernel, the adapter-sync gap, and the recipe's full run projected from
 those measurements (`aac/preflight/projection.py`). `model=qwen3_8b_random` times the flagship's exact
-shape with random weights (no download).
+shape with random weights (no download); its replies all score alike, so `preflight.synthetic_advantages`
+gives such a batch advantages that make its update run (and be timed). Before anything is built, the
+machine's GPUs and the learner's predicted peak are checked (`aac.hardware.check_run`, one line), and the
+prediction is reported beside the learner's measured peak.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from omegaconf import DictConfig
 
 from aac.cli import output_dir, run_hydra
 from aac.config import TrainConfig, validate
-from aac.preflight.pieces import engine_report, inside, learner_report
+from aac.hardware import check_run
+from aac.preflight.pieces import GiB, engine_report, inside, learner_report
 from aac.preflight.projection import Measured, project
+from aac.preflight.synthetic import synthetic_advantages
 from aac.preflight.versions import VersionError, check_vllm, installed
+from aac.rollout.workers import RolloutBatch
 from aac.train import DEFAULT_RECIPE
 from aac.training import Trainer
 
@@ -48,6 +54,21 @@ def _step_row(m: dict[str, Any], wall_s: float) -> dict[str, Any]:
     return row
 
 
+class PreflightTrainer(Trainer):
+    """The recipe's Trainer; with `preflight.synthetic_advantages`, a batch whose advantages are all 0 gets
+    synthetic ones (`synthetic_advantages`), so its update runs and is timed."""
+
+    synthetic = False  # whether the last step's advantages were synthetic
+
+    def advantages(self, batch: RolloutBatch) -> list[list[float]]:
+        adv = super().advantages(batch)
+        if not self.cfg.preflight.synthetic_advantages:
+            self.synthetic = False
+            return adv
+        adv, self.synthetic = synthetic_advantages([ep.group for ep in batch.episodes], adv)
+        return adv
+
+
 def _pieces(trainer: Trainer) -> dict[str, Any]:
     run = trainer.pieces
     hosts = {h.name: h.actor for h in run.engines.hosts()} or {
@@ -61,6 +82,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
     import psutil
 
     validate(cfg)
+    predicted = check_run(cfg, "aac.preflight")
     versions = installed()
     print("versions: " + ", ".join(f"{k} {v or '-'}" for k, v in versions.items()), flush=True)
     if _uses_vllm(cfg):
@@ -70,7 +92,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
             raise SystemExit(f"aac.preflight: {e}") from None
     out_dir = output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(cfg, out_dir)
+    trainer = PreflightTrainer(cfg, out_dir)
     report: dict[str, Any] = {"recipe": cfg.recipe_name, "model": cfg.model.name, "versions": versions,
                               "total_steps": trainer.total_steps, "steps": []}
     try:
@@ -82,7 +104,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
             trainer.step += 1
             trainer.metrics.write(trainer.step, m)
             walls.append(time.perf_counter() - t0)
-            report["steps"].append(_step_row(m, walls[-1]))
+            report["steps"].append({**_step_row(m, walls[-1]), "synthetic_advantages": trainer.synthetic})
             log.info("preflight step %d: %s", trainer.step, report["steps"][-1])
         t0 = time.perf_counter()
         trainer.save()
@@ -93,6 +115,8 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
             trainer.evaluate()
             eval_s = time.perf_counter() - t0
         report["pieces"] = _pieces(trainer)
+        # the memory model's peak for this setting beside what the learner's process measured (aac/learner/memory.py)
+        report["learner_memory_predicted_gb"] = predicted and round(predicted["total"] / GiB, 2)
     finally:
         t0 = time.perf_counter()
         trainer.close()
@@ -121,6 +145,10 @@ def _print(r: dict[str, Any], path: Path) -> None:
     for name, piece in r.get("pieces", {}).items():
         extra = {k: v for k, v in piece.items() if k not in ("pid",)}
         print(f"{name} (pid {piece['pid']}): {extra}")
+    learner = r.get("pieces", {}).get("learner", {})
+    measured = learner.get("gpu_peak_allocated_gb", learner.get("peak_rss_gb"))
+    print(f"learner peak: {r.get('learner_memory_predicted_gb')} GiB predicted by the memory model, {measured} GiB measured "
+          f"({'GPU, torch allocated' if 'gpu_peak_allocated_gb' in learner else 'CPU process peak RSS'})")
     m = r["measured"]
     print(f"start-up {m['startup_s']} s, checkpoint {m['save_s']} s, evaluation {m['eval_s']} s, shut-down {m['close_s']} s")
     print(f"projected full run ({p['steps']:.0f} steps at {p['step_s']:.1f} s, {p['evals']:.0f} evaluations): "

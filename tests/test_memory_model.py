@@ -1,0 +1,57 @@
+"""The learner's memory model (aac/learner/memory.py) against the peak an update holds, measured tensor by
+tensor on the CPU (aac/learner/tensor_peak.py), at small shapes with random weights.
+
+Tolerance: the prediction lies within [0.9, 1.45] x the measured peak (it is meant to err high: it sums
+what autograd keeps at the highest point of backward, where the measured peak may fall a tensor short of
+that). benchmarks/memory_model_check.py runs these rows and larger ones (a 2-layer slice at Qwen3-8B's
+width); benchmarks/RESULTS.md, "Learner memory model"."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from memory_model_check import NARROW, TINY, measure  # noqa: E402
+
+from aac.config import LearnerConfig, compose  # noqa: E402
+from aac.learner.memory import Batch, Dims, GiB, MemoryFitError, check_fit, model_dims, predict  # noqa: E402
+from aac.models import QWEN3_8B  # noqa: E402
+
+
+@pytest.mark.parametrize("shape, dtype, overrides", [
+    (TINY, "float32", {"gradient_checkpointing": True}),
+    (NARROW, "bfloat16", {}),
+])
+def test_the_prediction_is_within_its_tolerance_of_the_measured_peak(shape, dtype, overrides):
+    r = measure(shape, dtype, tokens=128, seq_len=64, **overrides)
+    assert 0.9 <= r["ratio"] <= 1.45, r
+
+
+def test_checkpointing_expansion_and_zero_move_the_prediction_as_the_update_holds_them():
+    dims = model_dims("qwen3_8b")
+    assert dims == Dims(QWEN3_8B.vocab_size, 4096, 12288, 36, 32, 8, 128)
+    cfg = LearnerConfig(dtype="bfloat16", lora_r=16, gradient_checkpointing=True, micro_batch_tokens=32768, zero_stage=2)
+    batch = Batch(32768, 4 * 32768, 32768 * 4096)
+    on_gpu, on_cpu = predict(dims, cfg, batch=batch), predict(dims, cfg, device="cpu", batch=batch)
+    assert on_gpu["weights"] == pytest.approx(16.4e9, rel=0.01)  # Qwen3-8B's 8.19B parameters in bf16
+    assert on_gpu["lora_adam"] == 16 * dims.lora_params(16) and dims.lora_params(16) == pytest.approx(43.6e6, rel=0.01)
+    # CUDA expands the 8 KV heads to 32 before the kernel: 4x the gathered keys and values of a layer
+    assert on_gpu["backward_peak"] - on_cpu["backward_peak"] == 2 * (4096 - 1024) * 2 * batch.path_tokens
+    assert on_gpu["zero_buffers"] == 12 * dims.lora_params(16)  # DeepSpeed ZeRO 2 (the recipe's)
+    off = predict(dims, LearnerConfig(**{**vars(cfg), "gradient_checkpointing": False}), batch=batch)
+    layer = on_gpu["backward_peak"] - 32768 * (2 * 12288 * 4 + 2 * 4096 * 4)  # one layer's, less backward's gradients
+    assert off["layers_kept"] == 36 * layer and off["checkpoints"] == 0
+    assert off["total"] > 2.5 * on_gpu["total"]
+
+
+def test_the_flagship_fits_an_h100_and_four_times_its_micro_batch_does_not():
+    cfg = compose("+recipe=qwen3_8b")
+    h100 = ("cuda", int(79.6 * GiB))
+    assert 30 * GiB < check_fit(cfg, h100)["total"] < 0.9 * h100[1]
+    with pytest.raises(MemoryFitError, match=r"^the learner is predicted to need \d+\.\d GiB at "
+                                             r"learner.micro_batch_tokens=131072 .* but its cuda has 79.6 GiB"):
+        check_fit(compose("+recipe=qwen3_8b", "learner.micro_batch_tokens=131072"), h100)
