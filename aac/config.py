@@ -1,7 +1,22 @@
 """Typed configuration: one dataclass per Hydra group, composed into `TrainConfig`.
 
 Defaults follow docs/method.md: the paper's constants, with the release's bugs fixed. YAML files in
-`conf/` pick values for these schemas; `recipes/` hold whole experiments (`+recipe=NAME`).
+`conf/` pick values for these schemas; `recipes/` hold whole experiments (`+recipe=NAME`). (`aac/_data/conf`
+and `aac/_data/recipes` are links to those two folders, so a wheel carries them: there is one copy.)
+
+Declaring a setting. Every field says what it means, and a numeric one its range:
+
+    # what it means (the comment above the field, or beside it: the reference joins both)
+    workers: int = setting(2, ">= 1")
+    max_calls: Optional[int] = setting(None, ">= 1")  # null: no cap (None always passes the range)
+
+- a range is `>= N`, `> N`, `<= N`, `< N`, `[a, b]`, `[a, b)`, `(a, b]`, `one of a, b, c`, or `exists` (a path):
+  counts `>= 1` (or `>= 0` where 0 is a documented sentinel such as "0: never"), timeouts `> 0`, fractions
+  `[0, 1]`. `validate` checks each, with a one-line error naming the key, the value and the range;
+- a check across keys is a function decorated `@rule("group.key", "other.key", ...)`, written right after the
+  class of its first key, whose docstring states the rule; it raises one-line `ConfigError`s;
+- `python -m aac.config_reference --write` regenerates docs/config.md from all of this;
+  tests/test_config_reference.py fails when a key has no meaning or a numeric one no range, or the file is stale.
 """
 
 from __future__ import annotations
@@ -118,8 +133,8 @@ class Range:
 
     def describe(self) -> str:
         if self.text == "exists":
-            return "no such path (it must exist)"
-        return f"must be {'in ' if self.text[0] in '[(' else ''}{self.text}"
+            return "does not exist (it must be a path that exists)"
+        return f"is out of range: must be {'in ' if self.text[0] in '[(' else ''}{self.text}"
 
     def outside(self) -> object:
         """A value of the range's kind that it refuses (what the tests feed each setting)."""
@@ -168,9 +183,10 @@ def rule(*keys: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]
 class ModelConfig:
     # registry key (see aac.models), local folder, or HF hub id
     name: str = "smollm2_135m"
-    dtype: DType = DType.float32
+    dtype: DType = DType.float32  # weights' dtype in the engines (the learner has its own, learner.dtype)
     # extra kwargs for tokenizer.apply_chat_template (Qwen3: enable_thinking)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # context length of every engine of the run, in tokens: a longer prompt is a failed turn, not a crash
     max_model_len: int = setting(4096, ">= 1")
 
 
@@ -182,12 +198,15 @@ class SandboxConfig:
     # warm children kept (LRU) follow SandboxPool.keep_warm(n) (live functions; 4 x workers until
     # called); max_warm caps that number (None: no cap), warm_memory_mb the memory they hold alone
     max_warm: Optional[int] = setting(None, ">= 1")
+    # memory the warm children may hold together, in MB: beyond it the least recently used are ended
     warm_memory_mb: int = setting(2048, ">= 1")
     preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD + the domain's (library: numpy)
     spare_children: int = setting(2, ">= 0")  # children forked and isolated ahead of demand (namespace modes)
     isolation: Isolation = Isolation.auto  # auto: the strongest available
     max_output_chars: int = setting(2000, ">= 1")  # repr cap shown to the model
+    # longest input (characters) a call may pass; a longer one fails as the model's error
     max_input_chars: int = setting(10000, ">= 1")
+    # deepest nesting of an input's literal (lists in lists ...); a deeper one fails as the model's error
     max_input_depth: int = setting(50, ">= 1")
 
 
@@ -199,8 +218,8 @@ class EnvConfig:
     # jsonl / parquet path, HF dataset id, or builtin:NAME (built at set-up); default: the domain's
     # built-in set (pau: builtin:humaneval)
     data: str = "${domain_data:${env.domain}}"
-    split: str = "train"
-    limit: Optional[int] = setting(None, ">= 1")
+    split: str = "train"  # the split of env.data training reads
+    limit: Optional[int] = setting(None, ">= 1")  # first N instances of the split (null: all)
     on_bad_row: OnBadRow = OnBadRow.warn  # warn: skip the row with a warning | raise
     spread_list_args: bool = True  # the release's rule: "([1,2])" calls f(1, 2)
     history_window: int = setting(5, ">= 1")  # observations shown per prompt (release: 5 train, 10 eval)
@@ -282,13 +301,14 @@ def _input_literals(cfg: Any) -> None:
 
 @dataclass
 class OpenAIConfig:
-    base_url: str = "http://127.0.0.1:8000/v1"
+    base_url: str = "http://127.0.0.1:8000/v1"  # the endpoint's OpenAI-compatible base URL
     model: str = ""  # served model name; empty = the model's name
+    # environment variable holding the API key (unset: "EMPTY", what local vLLM servers accept)
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = setting(60.0, "> 0")
-    max_retries: int = setting(3, ">= 0")
-    backoff_s: float = setting(0.5, ">= 0")
-    concurrency: int = setting(16, ">= 1")
+    timeout_s: float = setting(60.0, "> 0")  # seconds per request before it is retried
+    max_retries: int = setting(3, ">= 0")  # retries of a failed or timed-out request (0: none)
+    backoff_s: float = setting(0.5, ">= 0")  # first retry's wait, doubled per retry (jittered)
+    concurrency: int = setting(16, ">= 1")  # requests in flight at once
     return_token_ids: bool = False  # vLLM servers can return token ids; hosted APIs reject the field
     top_logprobs: int = setting(20, ">= 1")  # next-token log-probs asked for in log-prob scoring (OpenAI allows <= 20)
 
@@ -299,6 +319,7 @@ class CriticConfig:
     # experiments (aac/critic/scripted.py): no engine; hypothesis quality passes rewards.stop_threshold
     # at the scripted_k-th call that reaches new branch arcs
     kind: CriticKind = CriticKind.llm
+    # kind=scripted: informative calls to a full hypothesis score (1.0); before, stop_threshold * n / K
     scripted_k: int = setting(3, ">= 1")
     # what makes a call informative to the scripted critic, beside a new input: arcs: it reaches branch arcs
     # the earlier inputs did not | coverage: that, or a result not seen before (the coverage score > 0, the
@@ -310,9 +331,9 @@ class CriticConfig:
     model: Optional[str] = None
     backend: Optional[EngineKind] = None  # None: the actor's backend (rollout.engine)
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
-    max_tokens: int = setting(256, ">= 1")
-    temperature: float = setting(0.0, ">= 0")
-    cache: bool = True
+    max_tokens: int = setting(256, ">= 1")  # token budget of one judgment's reply
+    temperature: float = setting(0.0, ">= 0")  # sampling temperature of the critic's judgments (0: greedy)
+    cache: bool = True  # reuse the score of a judgment asked before with the same prompt
     examples: bool = True  # two worked examples in the prompt: small models need them to write a rating
     # GPUs for the critic's own engine actor (only when it is not the actor's engine)
     num_gpus: float = setting(0.0, ">= 0")
@@ -332,11 +353,12 @@ class RewardConfig:
     # aac_potential (default: docs/method.md §7.1's properties) | aac (the paper's table) | final |
     # sym_info | no_informativeness
     schedule: Schedule = Schedule.aac_potential
-    lambda_h: float = setting(2.0, ">= 0")
+    lambda_h: float = setting(2.0, ">= 0")  # weight of the hypothesis terms and of the stop bonus/penalty (b_term)
+    # format penalty: a reply that did not parse or an input whose call failed gets -p_parse
     p_parse: float = setting(0.5, ">= 0")
-    tau_reason: int = setting(100, ">= 1")
-    tau_input: int = setting(30, ">= 1")
-    tau_reflect: int = setting(100, ">= 1")
+    tau_reason: int = setting(100, ">= 1")  # words of a reasoning (plan) reply before the length penalty starts
+    tau_input: int = setting(30, ">= 1")  # words of an input reply before the length penalty starts
+    tau_reflect: int = setting(100, ">= 1")  # words of a reflect reply before the length penalty starts
     stop_threshold: float = setting(0.7, "[0, 1)")  # b_term: done and s > this -> +1
     continue_threshold: float = setting(0.3, "[0, 1]")  # b_term: not done and s < this -> +1
     timeout_penalty: float = setting(-1.0, "<= 0")  # reward of the step that hits T_max
@@ -345,7 +367,7 @@ class RewardConfig:
     # pays such a NO 0). For a critic whose score is verified (critic.kind=scripted), where the threshold is
     # passed exactly when the stop is right; with a noisy critic it would teach stopping on noise
     late_stop_penalty: float = setting(0.0, "<= 0")
-    t_max: int = setting("${env.max_steps}", ">= 1")  # in lambda_h / (2 T_max)
+    t_max: int = setting("${env.max_steps}", ">= 1")  # T_max in lambda_h / (2 T_max): env.max_steps
     info_budget: float = setting(1.0, ">= 0")  # aac_potential: the most an episode's plans earn for informativeness, in all
     # leave out every term that reads the critic's hypothesis score (the hypothesis term and the stop
     # bonus/penalty; the critic is not asked): for a critic whose report card is at chance, whose
@@ -357,9 +379,10 @@ class RewardConfig:
     # from: a reply's format is credited to that reply, and an episode is not paid for ending before its
     # next error (which, summed, pays stopping early). Needs advantage=turn. The paper's setting: true
     format_in_return: bool = True
+    # final: one advantage per episode from its final reward | episode: from its return | turn: the episode advantage plus each turn's step advantage (docs/method.md)
     advantage: Advantage = Advantage.turn
     w_step: float = setting(1.0, ">= 0")  # weight of the per-phase step advantage (turn)
-    eps: float = setting(1e-6, "> 0")
+    eps: float = setting(1e-6, "> 0")  # added to the group's std in advantage normalisation
 
 
 @rule("rewards.late_stop_penalty", "critic.kind")
@@ -407,12 +430,13 @@ def _sym_info_needs_symmetric(cfg: Any) -> None:
 
 @dataclass
 class RolloutConfig:
+    # the actor's inference backend: vllm | hf (transformers, any model) | openai (an endpoint, rollout.openai)
     engine: EngineKind = EngineKind.vllm
-    functions_per_step: int = setting(8, ">= 1")
-    group_size: int = setting(8, ">= 1")
-    temperature: float = setting(1.0, ">= 0")
-    top_p: float = setting(1.0, "(0, 1]")
-    max_tokens_per_turn: int = setting(1024, ">= 1")
+    functions_per_step: int = setting(8, ">= 1")  # functions (instances) per training step
+    group_size: int = setting(8, ">= 1")  # episodes per function in a step (the GRPO group)
+    temperature: float = setting(1.0, ">= 0")  # the actor's sampling temperature
+    top_p: float = setting(1.0, "(0, 1]")  # the actor's nucleus sampling mass (1: off)
+    max_tokens_per_turn: int = setting(1024, ">= 1")  # token budget of each actor reply
     # per-phase budgets replacing max_tokens_per_turn, e.g. {input: 24, reflect: 64}: an input needs a
     # few tokens, and every generated token costs rollout and update time
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)
@@ -448,11 +472,11 @@ class RolloutConfig:
     # instead of two more processes; None: on for the CPU build (half the start-up CPU, ~10% faster
     # decode steps, no shared-memory polling), off on GPU
     vllm_in_process: Optional[bool] = None
-    # vLLM engine knobs
-    gpu_memory_utilization: float = setting(0.45, "(0, 1]")  # leaves room on a GPU shared with nothing else
+    # vLLM: the share of a GPU's memory its engine takes (0.45 leaves room on a GPU shared with nothing else)
+    gpu_memory_utilization: float = setting(0.45, "(0, 1]")
     kv_cache_gb: int = setting(2, ">= 1")  # CPU build: VLLM_CPU_KVCACHE_SPACE
-    max_loras: int = setting(2, ">= 1")
-    max_lora_rank: int = setting(16, ">= 1")
+    max_loras: int = setting(2, ">= 1")  # adapters an engine holds at once
+    max_lora_rank: int = setting(16, ">= 1")  # largest LoRA rank the engine can load (learner.lora_r must fit)
     # vLLM without CUDA graphs; None: on for the CPU build (which has none), off on GPU, where graphs
     # make decode steps 20-50% faster
     enforce_eager: Optional[bool] = None
@@ -537,24 +561,27 @@ def _merged_needs_vllm(cfg: Any) -> None:
 
 @dataclass
 class LearnerConfig:
+    # deepspeed | torch (plain torch optimizer; the one that runs several ranks)
     backend: LearnerBackend = LearnerBackend.deepspeed
     num_gpus: float = setting(0.0, ">= 0")  # GPUs Ray gives each learner rank; it trains on the one it is given
     # learner ranks: Ray actors forming one torch.distributed group (gloo on CPU, NCCL on GPU). Each
     # mini-batch's samples are split across them by token count and their gradients summed: the same
     # update as one rank's, in less time; rank 0 writes the adapter. backend=torch only for now
     num_workers: int = setting(1, ">= 1")
+    # DeepSpeed ZeRO stage: 0, 1 or 2 (stage 3 would shard the frozen base the reference pass reads)
     zero_stage: int = setting(0, "one of 0, 1, 2")
-    lora_r: int = setting(16, ">= 1")
-    lora_alpha: int = setting(16, ">= 1")
-    lora_dropout: float = setting(0.0, "[0, 1)")
-    target_modules: Any = "all-linear"
-    lr: float = setting(1e-6, "> 0")
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    weight_decay: float = setting(0.01, ">= 0")
-    max_grad_norm: float = setting(1.0, ">= 0")
-    clip_eps: float = setting(0.2, "> 0")
+    lora_r: int = setting(16, ">= 1")  # LoRA rank
+    lora_alpha: int = setting(16, ">= 1")  # LoRA scaling numerator (scale = lora_alpha / lora_r)
+    lora_dropout: float = setting(0.0, "[0, 1)")  # dropout on the LoRA input
+    target_modules: Any = "all-linear"  # the modules LoRA wraps: "all-linear" or a list of module-name suffixes
+    lr: float = setting(1e-6, "> 0")  # AdamW learning rate (the paper's: 1e-6)
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # AdamW betas
+    weight_decay: float = setting(0.01, ">= 0")  # AdamW weight decay
+    max_grad_norm: float = setting(1.0, ">= 0")  # gradient clipping norm (0: no clipping)
+    clip_eps: float = setting(0.2, "> 0")  # PPO ratio clip: the ratio is kept in [1 - clip_eps, 1 + clip_eps]
+    # weight of the KL penalty to the base model (the reference pass: adapter off)
     kl_coef: float = setting(0.001, ">= 0")
-    epochs: int = setting(5, ">= 1")
+    epochs: int = setting(5, ">= 1")  # passes over the data when max_steps is null (steps = epochs x steps per epoch)
     micro_batch_tokens: int = setting(4096, ">= 1")  # token budget per micro-batch: lower it to save memory
     # a peft adapter folder (e.g. aac.sft's) to start from instead of B = 0
     init_adapter: Optional[str] = setting(None, "exists")
@@ -566,7 +593,7 @@ class LearnerConfig:
     # projections (the rest recomputed elementwise in backward): ~24% less activation memory, same
     # gradients (aac.learner.fused_mlp); needs lora_dropout=0
     fused_mlp: bool = False
-    dtype: DType = DType.float32
+    dtype: DType = DType.float32  # the learner's weights and compute dtype
     # truncated importance weight min(pi_learner / pi_engine, tis_cap) on each token's loss, for the
     # engine's numeric gap (bf16 kernels); null: weight 1 (the statistics are still logged)
     tis_cap: Optional[float] = setting(2.0, "> 0")
@@ -611,10 +638,11 @@ def _ranks_need_torch(cfg: Any) -> None:
 
 @dataclass
 class EvalConfig:
+    # interactive: the actor queries the function (the PAU protocol) | in_context: it describes from given examples only
     mode: EvalMode = EvalMode.interactive
     data: str = "${env.data}"  # default: the data training reads (its test split)
-    split: str = "test"
-    limit: Optional[int] = setting(None, ">= 1")
+    split: str = "test"  # the split of eval.data evaluated
+    limit: Optional[int] = setting(None, ">= 1")  # first N instances of the split (null: all)
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
     checkpoint: Optional[str] = None
     # a training run's folder whose protocol the eval plays (model, prompts, per-turn token budgets and stop
@@ -626,14 +654,14 @@ class EvalConfig:
     # description and source in every prompt (the CodeARC-SFT teacher, aac/env/teacher.py); its
     # records say so, and its scores are an oracle's, not a benchmark result
     teacher: Teacher = Teacher.none
-    history_window: int = setting(10, ">= 1")
+    history_window: int = setting(10, ">= 1")  # observations shown per prompt in eval episodes (the release: 10)
     max_calls: int = setting(25, ">= 1")  # paper: 25 function calls (the release used 20 cycles)
-    call_timeout_s: float = setting(30.0, "> 0")
-    codematch_timeout_s: float = setting(0.5, "> 0")
+    call_timeout_s: float = setting(30.0, "> 0")  # seconds per function call in eval episodes (the release: 30)
+    codematch_timeout_s: float = setting(0.5, "> 0")  # seconds per test call when code match runs the coder's code
     # web: one virtual-execution call of a coder's service-call function (a fresh sandbox child's first
     # call loads the transport, the service and the HTTP clients: ~0.1 s)
     service_call_timeout_s: float = setting(5.0, "> 0")
-    max_tokens_per_turn: int = setting(1024, ">= 1")
+    max_tokens_per_turn: int = setting(1024, ">= 1")  # token budget of each actor reply in eval episodes
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)  # as rollout.max_tokens_per_phase
     stop_per_phase: dict[str, list[str]] = field(default_factory=dict)  # as rollout.stop_per_phase
     temperature: float = setting(0.0, ">= 0")  # greedy by default (docs/method.md §8)
@@ -641,9 +669,9 @@ class EvalConfig:
     judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
     coder_model: Optional[str] = None  # None: the actor's base model
     judge_engine: Optional[EngineKind] = None  # engine kind of judge and coder; None: the actor's
-    judge_max_tokens: int = setting(256, ">= 1")
+    judge_max_tokens: int = setting(256, ">= 1")  # token budget of a judge's reply
     judge_scoring: CriticScoring = CriticScoring.generate  # logprob: the expected 1-5 from one forward pass
-    coder_max_tokens: int = setting(512, ">= 1")
+    coder_max_tokens: int = setting(512, ">= 1")  # token budget of the coder's program
     # also code-match from the gold description: the per-instance upper bound (web: always, beside the
     # intent-only row)
     gold: bool = False
@@ -652,7 +680,7 @@ class EvalConfig:
     code_match: bool = True
     score: bool = True  # false: only play the episodes (score later by rerunning with true)
     name: Optional[str] = None  # label of the run in reports and comparisons
-    bootstrap_resamples: int = setting(10000, ">= 1")
+    bootstrap_resamples: int = setting(10000, ">= 1")  # bootstrap resamples behind each reported confidence interval
 
 
 @rule("eval.max_tokens_per_phase", "eval.stop_per_phase")
@@ -690,10 +718,10 @@ class PreflightConfig:
 
 @dataclass
 class LoggingConfig:
-    wandb_mode: WandbMode = WandbMode.offline
-    project: str = "aac"
-    run_name: Optional[str] = None
-    progress: bool = True
+    wandb_mode: WandbMode = WandbMode.offline  # offline: wandb files in the run dir | online | disabled
+    project: str = "aac"  # the wandb project
+    run_name: Optional[str] = None  # the wandb run's name (null: the run dir's name)
+    progress: bool = True  # a progress bar on the terminal
 
 
 @dataclass
@@ -725,14 +753,14 @@ class TrainConfig:
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
-    seed: int = setting(0, ">= 0")
+    seed: int = setting(0, ">= 0")  # seeds data order, sampling and the LoRA's init
     max_steps: Optional[int] = setting(None, ">= 1")  # optimizer steps; None: epochs over the data
-    out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"
+    out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"  # the run dir: metrics, adapters, checkpoints, the composed config
     save_every: int = setting(10, ">= 0")  # 0: no periodic checkpoint (the last step's is always written)
     eval_every: int = setting(0, ">= 0")  # 0: no periodic evaluation
-    eval_limit: int = setting(8, ">= 1")
+    eval_limit: int = setting(8, ">= 1")  # held-out instances of each periodic evaluation (eval_every)
     resume: Any = False  # false | true (latest in out_dir) | PATH
-    keep_checkpoints: int = setting(3, ">= 1")
+    keep_checkpoints: int = setting(3, ">= 1")  # newest checkpoints kept in out_dir/checkpoints
     sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
     check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
     # the bound of the sync check's weights part: a mean |logp_engine - logp_learner| per probe token above
@@ -746,7 +774,7 @@ class TrainConfig:
     # pieces (engines, learner, rollout workers) rebuilt after their process died, in all, before the run
     # stops with a checkpoint of its last complete step (rollout.placement=ray; aac/training/supervisor.py)
     max_actor_restarts: int = setting(10, ">= 0")
-    recipe_name: str = "none"
+    recipe_name: str = "none"  # the recipe's name (set by each recipe), logged with the run
 
 
 # ---------------------------------------------------------------- registration with Hydra
@@ -818,7 +846,7 @@ def validate(cfg: Any) -> None:
     for key, f in settings():
         bounds = f.metadata.get("range")
         if bounds is not None and not bounds.allows(value := OmegaConf.select(cfg, key)):
-            raise ConfigError(f"{key}={value!r} is out of range: {bounds.describe()}")
+            raise ConfigError(f"{key}={value!r} {bounds.describe()}")
     for r in RULES:
         r.check(cfg)
 
