@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol, cast
 
 from aac.config import (
     ConfigError,
     CriticConfig,
     EnvConfig,
     EvalConfig,
+    LearnerConfig,
     RewardConfig,
     RolloutConfig,
     TrainConfig,
@@ -46,10 +47,29 @@ from aac.rollout.workers import RolloutWorker
 if TYPE_CHECKING:
     from aac.critic.coverage import CoverageInformativeness
     from aac.engines import Engine
+    from aac.learner import LearnerLike
     from aac.sandbox import SandboxPool
     from aac.scorers.codematch import CodeMatcher
     from aac.scorers.judge import Judge, LogprobJudge
     from aac.scorers.servicecall import ServiceCallMatcher
+
+    # typing only (importing the learner costs torch and peft)
+    class LearnerHandle(LearnerLike, Protocol):
+        """The run's learner as the loop calls it: the learner's methods (`LearnerLike`, each call waiting for
+        its answer wherever the learner runs) and its placement's (`Placed`, or `LearnerRanks` for several ranks)."""
+
+        name: str
+
+        def alive(self) -> bool: ...
+
+        def rebuild(self) -> None: ...
+
+        def kill(self) -> None: ...
+
+        def close(self, method: str = "close") -> None: ...
+
+        def members(self) -> list[Placed[Any]]: ...
+
 
 log = logging.getLogger("aac")
 
@@ -84,7 +104,7 @@ class PlacedRolloutWorker(RolloutWorker):
         super().__init__(rollout, rewards, protocol, actor_engine, pool, critic, spread_list=env.spread_list_args)
 
 
-def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Placed | LearnerRanks:
+def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Optional[LearnerConfig] = None) -> LearnerHandle:
     """The learner of `cfg.model` with `learner` (default `cfg.learner`), in a Ray actor asking for
     `learner.num_gpus` (its process started with the allocator settings it needs) or here; with
     `learner.num_workers` > 1, that many such actors in one torch.distributed group."""
@@ -97,10 +117,11 @@ def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Pl
         if not use_ray:
             raise ConfigError(f"learner.num_workers={section.num_workers} places learner ranks in Ray actors; this "
                               "learner runs in one process (aac.sft): set learner.num_workers=1")
-        return LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed, num_workers=section.num_workers,
-                            name="learner", num_gpus=section.num_gpus, env=learner_env(section))
-    return Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray, name="learner",
-                  num_gpus=section.num_gpus, env=learner_env(section))
+        return cast("LearnerHandle", LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed,
+                                                num_workers=section.num_workers, name="learner",
+                                                num_gpus=section.num_gpus, env=learner_env(section)))
+    return cast("LearnerHandle", Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
+                                      name="learner", num_gpus=section.num_gpus, env=learner_env(section)))
 
 
 @dataclass
@@ -113,8 +134,8 @@ class Run:
     use_ray: bool
     actor: Optional[Engine] = None  # training: the actor's engine, serving the LoRA
     critic: Optional[Engine] = None  # training: the critic's engine (None: scripted)
-    learner: Optional[Placed | LearnerRanks] = None
-    workers: list[Placed] = field(default_factory=list)
+    learner: Optional[LearnerHandle] = None
+    workers: list[Placed[PlacedRolloutWorker]] = field(default_factory=list)
     _pool: Optional[SandboxPool] = None
     _scorers: Optional[tuple[Judge | LogprobJudge, CodeMatcher]] = None
     _coverage: Optional[CoverageInformativeness] = None
@@ -147,7 +168,7 @@ class Run:
             self._scorers = judge, matcher
         return self._scorers
 
-    def pieces(self) -> list[Placed]:
+    def pieces(self) -> list[Placed[Any]]:
         """Every placed piece: the engine hosts, the learner, the rollout workers."""
         return [*self.engines.hosts(), *(self.learner.members() if self.learner is not None else []), *self.workers]
 

@@ -2,14 +2,16 @@
 update → adapter sync (new version into the engine, checked on a probe) → log → checkpoint → eval.
 
 The pieces come from `aac.assembly.build_run`; what a step does with them is small named functions
-(`play_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed`."""
+(`play_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed` into a
+`time/*_s` metric: rollout, advantages (with the update's samples and the probe's turns), update,
+rollout_ahead_wait, sync, sync_check (the probe before the update included), metrics, eval."""
 
 from __future__ import annotations
 
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from omegaconf import OmegaConf
 
@@ -30,6 +32,10 @@ from aac.training.pipeline import RolloutAhead, lag_metrics
 from aac.training.state import LearnerStates, resume
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
+
+if TYPE_CHECKING:
+    from aac.assembly import LearnerHandle
+    from aac.engines import Engine
 
 log = logging.getLogger("aac.train")
 
@@ -74,11 +80,13 @@ class Trainer:
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
+        assert self.pieces.actor is not None  # a training run's pieces
         return self.pieces.actor
 
     @property
-    def learner(self) -> Any:
+    def learner(self) -> LearnerHandle:
+        assert self.pieces.learner is not None
         return self.pieces.learner
 
     # ------------------------------------------------------------------ pieces of a step (hooks for experiments)
@@ -125,9 +133,9 @@ class Trainer:
             batch, served = (ahead.batch, ahead.served) if ahead else (
                 self.supervised("rollout", lambda: self.rollout(self.groups(self.step))), self.version)
         check_served(batch, served)
-        adv = self.advantages(batch)
-        samples = self.samples(batch, adv)
-        probe = probe_of(batch, self.cfg.sync_probe_tokens)
+        with timed(m, "time/advantages_s"):
+            adv = self.advantages(batch)
+            samples, probe = self.samples(batch, adv), probe_of(batch, self.cfg.sync_probe_tokens)
         before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
         if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
             self.ahead.launch(nxt, self.version, lambda: self.launch(self.groups(nxt), step=nxt))
@@ -139,8 +147,9 @@ class Trainer:
         self.version += 1
         m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before)))
         m["faults/actor_restarts"], m["faults/retried_phases"] = self.supervised.restarts, self.supervised.retries - retries
-        m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
-        m.update(signal_metrics(batch, adv, self.step + 1))
+        with timed(m, "time/metrics_s"):
+            m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
+            m.update(signal_metrics(batch, adv, self.step + 1))
         m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
         m["rollout/tokens_per_s"] = batch.generated_tokens / max(m["time/rollout_s"], 1e-9)
         m["adapter_version"] = self.version
@@ -172,7 +181,8 @@ class Trainer:
                     raise SystemExit(f"aac: {e}; checkpoint of step {self.step} in {self.ckpt_root}") from None
                 self.step += 1
                 if cfg.eval_every and self.step % cfg.eval_every == 0:
-                    m.update(self.evaluate())
+                    with timed(m, "time/eval_s"):
+                        m.update(self.evaluate())
                 self.metrics.write(self.step, m)
                 log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
                          "rollout %.1fs (%.0f tok/s) update %.1fs", self.step, self.total_steps,
