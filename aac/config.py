@@ -97,7 +97,7 @@ _NUMBER = r"-?\d+(?:\.\d+)?(?:e-?\d+)?"
 
 
 @dataclass(frozen=True)
-class Range:
+class SettingRange:
     """The values a setting may take, written as the reference shows it: `>= 1`, `> 0`, `<= 0`, `[0, 1]`,
     `[0, 1)`, `(0, 1]`, `one of 0, 1, 2`, or `exists` (a path). None, for an Optional field, is always
     allowed: the field's comment says what it means."""
@@ -146,9 +146,9 @@ class Range:
 
 
 def setting(default: object, range: Optional[str] = None, *, meaning: Optional[str] = None) -> Any:
-    """A config field with its range (`Range`) and, when the comment beside the field does not say it,
+    """A config field with its range (`SettingRange`) and, when the comment beside the field does not say it,
     its meaning. What the field's annotation types (its default may be an interpolation)."""
-    metadata = {"range": Range(range)} if range else {}
+    metadata = {"range": SettingRange(range)} if range else {}
     return field(default=default, metadata={**metadata, **({"meaning": meaning} if meaning else {})})
 
 
@@ -166,13 +166,13 @@ class Rule:
 
     keys: tuple[str, ...]
     text: str
-    check: Callable[[Any], None]
+    check: Callable[[TrainConfig], None]
 
 
-def rule(*keys: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+def rule(*keys: str) -> Callable[[Callable[[TrainConfig], None]], Callable[[TrainConfig], None]]:
     """Register a cross-key check, written right after the class of the first key it reads."""
 
-    def register(check: Callable[[Any], None]) -> Callable[[Any], None]:
+    def register(check: Callable[[TrainConfig], None]) -> Callable[[TrainConfig], None]:
         RULES.append(Rule(keys, " ".join((check.__doc__ or "").split()), check))
         return check
 
@@ -255,14 +255,14 @@ class EnvConfig:
 
 
 @rule("env.shaped_input_cue", "env.answer_cues")
-def _shaped_cue_needs_cues(cfg: Any) -> None:
+def _shaped_cue_needs_cues(cfg: TrainConfig) -> None:
     """env.shaped_input_cue=true opens the input cue further: it needs env.answer_cues=true."""
     if cfg.env.shaped_input_cue and not cfg.env.answer_cues:
         raise ConfigError("env.shaped_input_cue=true opens the input cue further: it needs env.answer_cues=true")
 
 
 @rule("env.constrained_format", "rollout.engine", "env.prompt_style", "env.domain")
-def _constrained_format(cfg: Any) -> None:
+def _constrained_format(cfg: TrainConfig) -> None:
     """env.constrained_format=true needs rollout.engine=hf, env.prompt_style=paper and a domain of functions
     (pau, library: a tuple input)."""
     if not cfg.env.constrained_format:
@@ -281,7 +281,7 @@ _QUERIES = {"stateful": "queries methods", "web": "sends HTTP requests"}  # the 
 
 
 @rule("env.domain", "critic.informativeness", "critic.kind")
-def _branches_need_functions(cfg: Any) -> None:
+def _branches_need_functions(cfg: TrainConfig) -> None:
     """env.domain=stateful or web needs critic.informativeness=judge and critic.kind=llm: coverage and the scripted
     critic run a plan's query as a function input and read the branch arcs it reaches."""
     if str(cfg.env.domain) in _QUERIES and (cfg.critic.informativeness == "coverage" or cfg.critic.kind == "scripted"):
@@ -290,7 +290,7 @@ def _branches_need_functions(cfg: Any) -> None:
 
 
 @rule("env.input_literals")
-def _input_literals(cfg: Any) -> None:
+def _input_literals(cfg: TrainConfig) -> None:
     """env.input_literals: distinct Python literals, at least one."""
     if cfg.env.input_literals is not None:
         try:
@@ -386,7 +386,7 @@ class RewardConfig:
 
 
 @rule("rewards.late_stop_penalty", "critic.kind")
-def _late_stop_needs_verified_score(cfg: Any) -> None:
+def _late_stop_needs_verified_score(cfg: TrainConfig) -> None:
     """rewards.late_stop_penalty != 0 needs critic.kind=scripted (a verified hypothesis score)."""
     if cfg.rewards.late_stop_penalty and cfg.critic.kind != "scripted":
         raise ConfigError(f"rewards.late_stop_penalty={cfg.rewards.late_stop_penalty!r} needs a verified hypothesis "
@@ -395,7 +395,7 @@ def _late_stop_needs_verified_score(cfg: Any) -> None:
 
 
 @rule("rewards.late_stop_penalty", "rewards.schedule", "rewards.mask_hypothesis")
-def _late_stop_needs_hypothesis(cfg: Any) -> None:
+def _late_stop_needs_hypothesis(cfg: TrainConfig) -> None:
     """rewards.late_stop_penalty != 0 needs a schedule that scores reflect turns (not final, not
     rewards.mask_hypothesis=true)."""
     if cfg.rewards.late_stop_penalty and (cfg.rewards.schedule == "final" or cfg.rewards.mask_hypothesis):
@@ -404,7 +404,7 @@ def _late_stop_needs_hypothesis(cfg: Any) -> None:
 
 
 @rule("rewards.mask_hypothesis", "rewards.schedule")
-def _mask_needs_terms(cfg: Any) -> None:
+def _mask_needs_terms(cfg: TrainConfig) -> None:
     """rewards.mask_hypothesis=true needs a schedule other than final."""
     if cfg.rewards.mask_hypothesis and cfg.rewards.schedule == "final":
         raise ConfigError("rewards.mask_hypothesis=true leaves rewards.schedule=final only its timeout penalty: "
@@ -412,7 +412,7 @@ def _mask_needs_terms(cfg: Any) -> None:
 
 
 @rule("rewards.format_in_return", "rewards.advantage", "rewards.schedule")
-def _format_credit(cfg: Any) -> None:
+def _format_credit(cfg: TrainConfig) -> None:
     """rewards.format_in_return=false needs rewards.advantage=turn and a schedule other than final."""
     if not cfg.rewards.format_in_return and cfg.rewards.advantage != "turn":
         raise ConfigError(f"rewards.format_in_return=false credits format penalties by the step advantage alone: "
@@ -422,7 +422,7 @@ def _format_credit(cfg: Any) -> None:
 
 
 @rule("rewards.schedule", "critic.mode")
-def _sym_info_needs_symmetric(cfg: Any) -> None:
+def _sym_info_needs_symmetric(cfg: TrainConfig) -> None:
     """rewards.schedule=sym_info needs critic.mode=symmetric."""
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
@@ -497,7 +497,7 @@ class RolloutConfig:
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
 
 
-def _check_phase_settings(cfg: Any, section: str) -> None:
+def _check_phase_settings(cfg: TrainConfig, section: str) -> None:
     """`SECTION.max_tokens_per_phase` and `SECTION.stop_per_phase` name phases and hold budgets > 0 and
     non-empty stop strings."""
     from omegaconf import OmegaConf
@@ -515,14 +515,14 @@ def _check_phase_settings(cfg: Any, section: str) -> None:
 
 
 @rule("rollout.max_tokens_per_phase", "rollout.stop_per_phase")
-def _rollout_phases(cfg: Any) -> None:
+def _rollout_phases(cfg: TrainConfig) -> None:
     """rollout.max_tokens_per_phase and rollout.stop_per_phase: keys are phases (plan, input, reflect, ...),
     budgets > 0, stop strings non-empty."""
     _check_phase_settings(cfg, "rollout")
 
 
 @rule("rollout.num_engines", "rollout.tensor_parallel_size", "learner.num_workers", "rollout.placement")
-def _scaled_pieces_need_ray(cfg: Any) -> None:
+def _scaled_pieces_need_ray(cfg: TrainConfig) -> None:
     """rollout.num_engines, rollout.tensor_parallel_size or learner.num_workers > 1 needs rollout.placement=ray."""
     r = cfg.rollout
     scaled = {"rollout.num_engines": r.num_engines, "rollout.tensor_parallel_size": r.tensor_parallel_size,
@@ -533,7 +533,7 @@ def _scaled_pieces_need_ray(cfg: Any) -> None:
 
 
 @rule("rollout.num_engines", "rollout.engine")
-def _replicas_need_a_served_model(cfg: Any) -> None:
+def _replicas_need_a_served_model(cfg: TrainConfig) -> None:
     """rollout.num_engines > 1 needs an engine this run serves (not rollout.engine=openai)."""
     if cfg.rollout.num_engines > 1 and cfg.rollout.engine == "openai":
         raise ConfigError("rollout.num_engines > 1 replicates a model this run serves; an endpoint "
@@ -541,7 +541,7 @@ def _replicas_need_a_served_model(cfg: Any) -> None:
 
 
 @rule("rollout.tensor_parallel_size", "rollout.engine", "rollout.num_gpus")
-def _tensor_parallel(cfg: Any) -> None:
+def _tensor_parallel(cfg: TrainConfig) -> None:
     """rollout.tensor_parallel_size > 1 needs rollout.engine=vllm and rollout.num_gpus=1 (per shard)."""
     r = cfg.rollout
     if r.tensor_parallel_size > 1 and r.engine != "vllm":
@@ -553,7 +553,7 @@ def _tensor_parallel(cfg: Any) -> None:
 
 
 @rule("rollout.lora_mode", "rollout.engine")
-def _merged_needs_vllm(cfg: Any) -> None:
+def _merged_needs_vllm(cfg: TrainConfig) -> None:
     """rollout.lora_mode=merged needs rollout.engine=vllm."""
     if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
         raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
@@ -621,7 +621,7 @@ class LearnerConfig:
 
 
 @rule("learner.lora_r", "rollout.max_lora_rank")
-def _rank_fits_the_engine(cfg: Any) -> None:
+def _rank_fits_the_engine(cfg: TrainConfig) -> None:
     """learner.lora_r <= rollout.max_lora_rank: the engine must be able to load the adapter."""
     if cfg.learner.lora_r > cfg.rollout.max_lora_rank:
         raise ConfigError(f"learner.lora_r={cfg.learner.lora_r} exceeds rollout.max_lora_rank="
@@ -629,7 +629,7 @@ def _rank_fits_the_engine(cfg: Any) -> None:
 
 
 @rule("learner.num_workers", "learner.backend")
-def _ranks_need_torch(cfg: Any) -> None:
+def _ranks_need_torch(cfg: TrainConfig) -> None:
     """learner.num_workers > 1 needs learner.backend=torch."""
     if cfg.learner.num_workers > 1 and cfg.learner.backend != "torch":
         raise ConfigError(f"learner.num_workers={cfg.learner.num_workers} needs learner.backend=torch (DeepSpeed runs "
@@ -684,13 +684,13 @@ class EvalConfig:
 
 
 @rule("eval.max_tokens_per_phase", "eval.stop_per_phase")
-def _eval_phases(cfg: Any) -> None:
+def _eval_phases(cfg: TrainConfig) -> None:
     """eval.max_tokens_per_phase and eval.stop_per_phase: as rollout's."""
     _check_phase_settings(cfg, "eval")
 
 
 @rule("eval.gold", "eval.code_match")
-def _gold_needs_code_match(cfg: Any) -> None:
+def _gold_needs_code_match(cfg: TrainConfig) -> None:
     """eval.gold=true needs eval.code_match=true."""
     if cfg.eval.gold and not cfg.eval.code_match:
         raise ConfigError("eval.gold=true code-matches the gold description: it needs eval.code_match=true")
@@ -732,7 +732,7 @@ class RayConfig:
 
 
 @rule("ray.address", "rollout.placement")
-def _cluster_needs_ray(cfg: Any) -> None:
+def _cluster_needs_ray(cfg: TrainConfig) -> None:
     """ray.address needs rollout.placement=ray."""
     from omegaconf import OmegaConf
 
@@ -839,7 +839,7 @@ def settings(cls: Optional[type] = None, prefix: str = "") -> Iterator[tuple[str
             yield prefix + f.name, f
 
 
-def validate(cfg: Any) -> None:
+def validate(cfg: TrainConfig) -> None:
     """Every setting's range, then every cross-key rule; the first broken one as a one-line `ConfigError`."""
     from omegaconf import OmegaConf
 

@@ -19,6 +19,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
 
@@ -42,7 +43,7 @@ def _where() -> dict[str, Any]:
             "gpus": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])], "pid": os.getpid()}
 
 
-T = TypeVar("T")
+T = TypeVar("T", covariant=True)  # a Placed[Learner] is a Placed[object]
 
 
 class Placed(Generic[T]):
@@ -137,7 +138,7 @@ class Placed(Generic[T]):
             return getattr(self._obj, method).remote(*args, **kwargs)
         return getattr(self._obj, method)(*args, **kwargs)
 
-    def gather(self, futures: list[Any]) -> list[Any]:
+    def gather(self, futures: list[object]) -> list[Any]:
         if self._ray:
             import ray
 
@@ -246,7 +247,7 @@ class LearnerRanks:
         return call
 
 
-def _first_error(futures: list[Any], timeout: float | None = None) -> list[Any]:
+def _first_error(futures: list[object], timeout: float | None = None) -> list[Any]:
     """The results of `futures`, or the first one's error as soon as it is known: the others of a
     collective would wait for the failed rank until their own timeout."""
     import ray
@@ -346,7 +347,7 @@ def cluster_gpus() -> list[float]:
     return [n["Resources"].get("GPU", 0.0) for n in ray.nodes() if n["Alive"]]
 
 
-def placement_table(pieces: list[Placed[Any]]) -> list[str]:
+def placement_table(pieces: Sequence[Placed[object]]) -> list[str]:
     """One line per piece: the node (address and id) and the GPUs it runs on, and its process."""
     rows = [(p.name, p.where()) for p in pieces]
     return [f"{name:<24} node {w['ip']} ({w['node'][:8]}) GPUs {','.join(w['gpus']) or '-'} pid {w['pid']}"

@@ -9,7 +9,7 @@ import re
 import pytest
 from omegaconf import OmegaConf
 
-from aac.config import RULES, ConfigError, Range, compose, settings, validate
+from aac.config import RULES, ConfigError, SettingRange, compose, settings, validate
 from aac.config_reference import DOC, meanings, reference
 
 NUMERIC = re.compile(r"^(Optional\[)?(int|float)\]?$")
@@ -41,7 +41,7 @@ def test_every_numeric_setting_refuses_a_value_out_of_its_range():
     assignment) on a composed config; one key of each kind of range goes through `compose` itself."""
     base = compose("+recipe=tiny")
     for key, f in _numeric():
-        bounds: Range = f.metadata["range"]
+        bounds: SettingRange = f.metadata["range"]
         bad = bounds.outside()
         assert not bounds.allows(bad) and bounds.allows(OmegaConf.select(base, key)), key
         cfg = copy.deepcopy(base)
@@ -62,14 +62,14 @@ def test_every_numeric_setting_refuses_a_value_out_of_its_range():
     ("one of 0, 1, 2", [0, 2], [3, -1, 0.5]), ("[0, 32768]", [32768], [32769]),
 ])
 def test_range_bounds(text, inside, outside):
-    r = Range(text)
+    r = SettingRange(text)
     assert all(r.allows(v) for v in [*inside, None]) and not any(r.allows(v) for v in outside)
     assert not r.allows(r.outside())
 
 
 def test_a_range_that_does_not_parse_is_refused_where_it_is_declared():
     with pytest.raises(ValueError, match="not a range"):
-        Range("positive")
+        SettingRange("positive")
 
 
 def test_reference_is_current():
