@@ -10,7 +10,8 @@ here; no piece reads a sibling's section or builds its own collaborator.
 - the learner (`build_learner`), in a Ray actor that asks for `learner.num_gpus`, or here;
 - rollout workers, each with its own sandbox pool and critic, built in the worker's process;
 - the driver's sandbox pool and the scorers (judge, code match, informative calls), on first use;
-- the protocols of training and of held-out episodes.
+- the protocols of training and of held-out episodes;
+- a critic alone in a process that plays no actor of ours (`standalone_critic`: SkyRL's env workers).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from aac.config import (
     EnvConfig,
     EvalConfig,
     LearnerConfig,
+    ModelConfig,
     RewardConfig,
     RolloutConfig,
     TrainConfig,
@@ -45,6 +47,7 @@ from aac.placement import (
 from aac.rollout.workers import RolloutWorker
 
 if TYPE_CHECKING:
+    from aac.critic import Critic
     from aac.critic.coverage import CoverageInformativeness
     from aac.engines import Engine
     from aac.learner import LearnerLike
@@ -250,3 +253,20 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
         run.close()
         raise
     return run
+
+
+_PROCESS_ENGINES: list[EngineSet] = []  # a standalone critic's engines: one set per process, built on first use
+
+
+def standalone_critic(critic: CriticConfig, *, stop_threshold: float, spread_list: bool) -> Critic:
+    """A critic for a process that plays no actor of ours (SkyRL's env workers, aac/skyrl/reward_env.py):
+    its engine is `critic.backend` serving `critic.model` from this process's own engines (none for
+    `critic.kind=scripted`); coverage runs the calls in the process's shared sandbox pool."""
+    from aac.critic import make_critic
+
+    engine = None
+    if critic.kind != "scripted":
+        if not _PROCESS_ENGINES:
+            _PROCESS_ENGINES.append(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False))
+        engine = critic_engine(_PROCESS_ENGINES[0], critic)
+    return make_critic(engine, critic, stop_threshold=stop_threshold, caller=sandbox_caller(None, spread_list=spread_list))

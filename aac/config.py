@@ -7,12 +7,12 @@ and `aac/_data/recipes` are links to those two folders, so a wheel carries them:
 Declaring a setting. Every field says what it means, and a numeric one its range:
 
     # what it means (the comment above the field, or beside it: the reference joins both)
-    workers: int = setting(2, ">= 1")
-    max_calls: Optional[int] = setting(None, ">= 1")  # null: no cap (None always passes the range)
+    workers: int = setting(2, "> 0")
+    max_calls: Optional[int] = setting(None, "> 0")  # null: no cap (None always passes the range)
 
-- a range is `>= N`, `> N`, `<= N`, `< N`, `[a, b]`, `[a, b)`, `(a, b]`, `one of a, b, c`, or `exists` (a path):
-  counts `>= 1` (or `>= 0` where 0 is a documented sentinel such as "0: never"), timeouts `> 0`, fractions
-  `[0, 1]`. `validate` checks each, with a one-line error naming the key, the value and the range;
+- a range is `>= N`, `> N`, `<= N`, `< N`, `[a, b]`, `[a, b)`, `(a, b]`, `one of a, b, c`, or `exists` (a path),
+  with an optional note on a sentinel: counts `> 0` (or `>= 0 (0: never)` where 0 is a sentinel), timeouts
+  `> 0`, fractions `[0, 1]`. `validate` checks each: `KEY=VALUE must be RANGE`, one line;
 - a check across keys is a function decorated `@rule("group.key", "other.key", ...)`, written right after the
   class of its first key, whose docstring states the rule; it raises one-line `ConfigError`s;
 - `python -m aac.config_reference --write` regenerates docs/config.md from all of this;
@@ -98,9 +98,10 @@ _NUMBER = r"-?\d+(?:\.\d+)?(?:e-?\d+)?"
 
 @dataclass(frozen=True)
 class SettingRange:
-    """The values a setting may take, written as the reference shows it: `>= 1`, `> 0`, `<= 0`, `[0, 1]`,
-    `[0, 1)`, `(0, 1]`, `one of 0, 1, 2`, or `exists` (a path). None, for an Optional field, is always
-    allowed: the field's comment says what it means."""
+    """The values a setting may take, written as the reference shows it: `> 0`, `>= 0`, `<= 0`, `[0, 1]`,
+    `[0, 1)`, `(0, 1]`, `one of 0, 1, 2`, or `exists` (a path), optionally followed by a note on a
+    sentinel, `>= 0 (0: never)`. None, for an Optional field, is always allowed: the field's comment says
+    what it means."""
 
     text: str
 
@@ -109,11 +110,12 @@ class SettingRange:
             raise ValueError(f"not a range: {self.text!r}")
 
     def _parts(self) -> Optional[tuple[str, list[float]]]:
-        if m := re.fullmatch(rf"(>=|>|<=|<) ({_NUMBER})", self.text):
+        spec = re.sub(r" \(.+\)$", "", self.text)  # the note is for the reader
+        if m := re.fullmatch(rf"(>=|>|<=|<) ({_NUMBER})", spec):
             return m.group(1), [float(m.group(2))]
-        if m := re.fullmatch(rf"([\[(])({_NUMBER}), ({_NUMBER})([\])])", self.text):
+        if m := re.fullmatch(rf"([\[(])({_NUMBER}), ({_NUMBER})([\])])", spec):
             return m.group(1) + m.group(4), [float(m.group(2)), float(m.group(3))]
-        if m := re.fullmatch(rf"one of ({_NUMBER}(?:, {_NUMBER})*)", self.text):
+        if m := re.fullmatch(rf"one of ({_NUMBER}(?:, {_NUMBER})*)", spec):
             return "in", [float(v) for v in m.group(1).split(", ")]
         return None
 
@@ -134,7 +136,7 @@ class SettingRange:
     def describe(self) -> str:
         if self.text == "exists":
             return "does not exist (it must be a path that exists)"
-        return f"is out of range: must be {'in ' if self.text[0] in '[(' else ''}{self.text}"
+        return f"must be {'in ' if self.text[0] in '[(' else ''}{self.text}"
 
     def outside(self) -> object:
         """A value of the range's kind that it refuses (what the tests feed each setting)."""
@@ -187,27 +189,27 @@ class ModelConfig:
     # extra kwargs for tokenizer.apply_chat_template (Qwen3: enable_thinking)
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     # context length of every engine of the run, in tokens: a longer prompt is a failed turn, not a crash
-    max_model_len: int = setting(4096, ">= 1")
+    max_model_len: int = setting(4096, "> 0")
 
 
 @dataclass
 class SandboxConfig:
-    workers: int = setting(2, ">= 1")  # warm worker processes in the pool
-    memory_mb: int = setting(512, ">= 1")  # address-space limit per worker
+    workers: int = setting(2, "> 0")  # warm worker processes in the pool
+    memory_mb: int = setting(512, "> 0")  # address-space limit per worker
     cpu_time_s: float = setting(30.0, "> 0")  # RLIMIT_CPU per call
     # warm children kept (LRU) follow SandboxPool.keep_warm(n) (live functions; 4 x workers until
     # called); max_warm caps that number (None: no cap), warm_memory_mb the memory they hold alone
-    max_warm: Optional[int] = setting(None, ">= 1")
+    max_warm: Optional[int] = setting(None, "> 0")
     # memory the warm children may hold together, in MB: beyond it the least recently used are ended
-    warm_memory_mb: int = setting(2048, ">= 1")
+    warm_memory_mb: int = setting(2048, "> 0")
     preload: Optional[list[str]] = None  # modules the zygote imports for all children; None: DEFAULT_PRELOAD + the domain's (library: numpy)
     spare_children: int = setting(2, ">= 0")  # children forked and isolated ahead of demand (namespace modes)
     isolation: Isolation = Isolation.auto  # auto: the strongest available
-    max_output_chars: int = setting(2000, ">= 1")  # repr cap shown to the model
+    max_output_chars: int = setting(2000, "> 0")  # repr cap shown to the model
     # longest input (characters) a call may pass; a longer one fails as the model's error
-    max_input_chars: int = setting(10000, ">= 1")
+    max_input_chars: int = setting(10000, "> 0")
     # deepest nesting of an input's literal (lists in lists ...); a deeper one fails as the model's error
-    max_input_depth: int = setting(50, ">= 1")
+    max_input_depth: int = setting(50, "> 0")
 
 
 @dataclass
@@ -219,15 +221,15 @@ class EnvConfig:
     # built-in set (pau: builtin:humaneval)
     data: str = "${domain_data:${env.domain}}"
     split: str = "train"  # the split of env.data training reads
-    limit: Optional[int] = setting(None, ">= 1")  # first N instances of the split (null: all)
+    limit: Optional[int] = setting(None, "> 0")  # first N instances of the split (null: all)
     on_bad_row: OnBadRow = OnBadRow.warn  # warn: skip the row with a warning | raise
     spread_list_args: bool = True  # the release's rule: "([1,2])" calls f(1, 2)
-    history_window: int = setting(5, ">= 1")  # observations shown per prompt (release: 5 train, 10 eval)
-    max_steps: int = setting(40, ">= 1")  # turns per training episode (T_max)
-    max_calls: Optional[int] = setting(None, ">= 1")  # function calls per episode (eval: 25)
+    history_window: int = setting(5, "> 0")  # observations shown per prompt (release: 5 train, 10 eval)
+    max_steps: int = setting(40, "> 0")  # turns per training episode (T_max)
+    max_calls: Optional[int] = setting(None, "> 0")  # function calls per episode (eval: 25)
     call_timeout_s: float = setting(10.0, "> 0")  # release: 10 s train, 30 s eval
-    max_observation_chars: int = setting(200, ">= 1")  # clip of each input/result shown in prompts
-    max_window_chars: int = setting(1600, ">= 1")  # budget of the observation window (oldest dropped first)
+    max_observation_chars: int = setting(200, "> 0")  # clip of each input/result shown in prompts
+    max_window_chars: int = setting(1600, "> 0")  # budget of the observation window (oldest dropped first)
     # decode each turn inside its phase's answer grammar (aac/env/grammar.py; HF engine): a policy
     # that cannot write the formats (the tiny recipe's random model) can then act at all
     constrained_format: bool = False
@@ -308,9 +310,9 @@ class OpenAIConfig:
     timeout_s: float = setting(60.0, "> 0")  # seconds per request before it is retried
     max_retries: int = setting(3, ">= 0")  # retries of a failed or timed-out request (0: none)
     backoff_s: float = setting(0.5, ">= 0")  # first retry's wait, doubled per retry (jittered)
-    concurrency: int = setting(16, ">= 1")  # requests in flight at once
+    concurrency: int = setting(16, "> 0")  # requests in flight at once
     return_token_ids: bool = False  # vLLM servers can return token ids; hosted APIs reject the field
-    top_logprobs: int = setting(20, ">= 1")  # next-token log-probs asked for in log-prob scoring (OpenAI allows <= 20)
+    top_logprobs: int = setting(20, "> 0")  # next-token log-probs asked for in log-prob scoring (OpenAI allows <= 20)
 
 
 @dataclass
@@ -320,7 +322,7 @@ class CriticConfig:
     # at the scripted_k-th call that reaches new branch arcs
     kind: CriticKind = CriticKind.llm
     # kind=scripted: informative calls to a full hypothesis score (1.0); before, stop_threshold * n / K
-    scripted_k: int = setting(3, ">= 1")
+    scripted_k: int = setting(3, "> 0")
     # what makes a call informative to the scripted critic, beside a new input: arcs: it reaches branch arcs
     # the earlier inputs did not | coverage: that, or a result not seen before (the coverage score > 0, the
     # rule of aac/eval/informative.py): the one a 135M model's calls can meet (its calls rarely reach arcs
@@ -331,7 +333,7 @@ class CriticConfig:
     model: Optional[str] = None
     backend: Optional[EngineKind] = None  # None: the actor's backend (rollout.engine)
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
-    max_tokens: int = setting(256, ">= 1")  # token budget of one judgment's reply
+    max_tokens: int = setting(256, "> 0")  # token budget of one judgment's reply
     temperature: float = setting(0.0, ">= 0")  # sampling temperature of the critic's judgments (0: greedy)
     cache: bool = True  # reuse the score of a judgment asked before with the same prompt
     examples: bool = True  # two worked examples in the prompt: small models need them to write a rating
@@ -356,9 +358,9 @@ class RewardConfig:
     lambda_h: float = setting(2.0, ">= 0")  # weight of the hypothesis terms and of the stop bonus/penalty (b_term)
     # format penalty: a reply that did not parse or an input whose call failed gets -p_parse
     p_parse: float = setting(0.5, ">= 0")
-    tau_reason: int = setting(100, ">= 1")  # words of a reasoning (plan) reply before the length penalty starts
-    tau_input: int = setting(30, ">= 1")  # words of an input reply before the length penalty starts
-    tau_reflect: int = setting(100, ">= 1")  # words of a reflect reply before the length penalty starts
+    tau_reason: int = setting(100, "> 0")  # words of a reasoning (plan) reply before the length penalty starts
+    tau_input: int = setting(30, "> 0")  # words of an input reply before the length penalty starts
+    tau_reflect: int = setting(100, "> 0")  # words of a reflect reply before the length penalty starts
     stop_threshold: float = setting(0.7, "[0, 1)")  # b_term: done and s > this -> +1
     continue_threshold: float = setting(0.3, "[0, 1]")  # b_term: not done and s < this -> +1
     timeout_penalty: float = setting(-1.0, "<= 0")  # reward of the step that hits T_max
@@ -366,8 +368,8 @@ class RewardConfig:
     # stop_threshold: a right stop missed, charged as b_term charges a premature one. 0: the paper's (its b_term
     # pays such a NO 0). For a critic whose score is verified (critic.kind=scripted), where the threshold is
     # passed exactly when the stop is right; with a noisy critic it would teach stopping on noise
-    late_stop_penalty: float = setting(0.0, "<= 0")
-    t_max: int = setting("${env.max_steps}", ">= 1")  # T_max in lambda_h / (2 T_max): env.max_steps
+    late_stop_penalty: float = setting(0.0, "<= 0 (0: none)")
+    t_max: int = setting("${env.max_steps}", "> 0")  # T_max in lambda_h / (2 T_max): env.max_steps
     info_budget: float = setting(1.0, ">= 0")  # aac_potential: the most an episode's plans earn for informativeness, in all
     # leave out every term that reads the critic's hypothesis score (the hypothesis term and the stop
     # bonus/penalty; the critic is not asked): for a critic whose report card is at chance, whose
@@ -432,11 +434,11 @@ def _sym_info_needs_symmetric(cfg: TrainConfig) -> None:
 class RolloutConfig:
     # the actor's inference backend: vllm | hf (transformers, any model) | openai (an endpoint, rollout.openai)
     engine: EngineKind = EngineKind.vllm
-    functions_per_step: int = setting(8, ">= 1")  # functions (instances) per training step
-    group_size: int = setting(8, ">= 1")  # episodes per function in a step (the GRPO group)
+    functions_per_step: int = setting(8, "> 0")  # functions (instances) per training step
+    group_size: int = setting(8, "> 0")  # episodes per function in a step (the GRPO group)
     temperature: float = setting(1.0, ">= 0")  # the actor's sampling temperature
     top_p: float = setting(1.0, "(0, 1]")  # the actor's nucleus sampling mass (1: off)
-    max_tokens_per_turn: int = setting(1024, ">= 1")  # token budget of each actor reply
+    max_tokens_per_turn: int = setting(1024, "> 0")  # token budget of each actor reply
     # per-phase budgets replacing max_tokens_per_turn, e.g. {input: 24, reflect: 64}: an input needs a
     # few tokens, and every generated token costs rollout and update time
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)
@@ -448,35 +450,35 @@ class RolloutConfig:
     max_off_policy_steps: int = setting(0, "one of 0, 1")
     # judge each episode as it ends, while the worker's others still play (one critic thread per worker)
     critic_overlap: bool = False
-    num_workers: int = setting(1, ">= 1")  # rollout workers (each holds a sandbox pool and a critic)
+    num_workers: int = setting(1, "> 0")  # rollout workers (each holds a sandbox pool and a critic)
     # episodes in flight per worker (continuous batching: a finished one's slot is refilled at once);
     # None: all of the worker's episodes at once. Lower it to bound the engine's batch (KV cache)
-    max_live_episodes: Optional[int] = setting(None, ">= 1")
+    max_live_episodes: Optional[int] = setting(None, "> 0")
     # GPUs Ray gives each engine replica (per tensor-parallel shard; qwen3_8b: 1)
     num_gpus: float = setting(0.0, ">= 0")
     # engine replicas of the actor's model, each a Ray actor with GPUs of its own: a new episode goes to
     # the replica with the fewest outstanding tokens and its turns stay there (its prefix cache), every
     # adapter version is loaded into every replica before the next rollout, and a critic on the actor's
     # model uses them too. More replicas: more generation throughput, for GPUs the learner leaves idle
-    num_engines: int = setting(1, ">= 1")
+    num_engines: int = setting(1, "> 0")
     # vLLM tensor parallelism: each replica's weights sharded over this many GPUs (a model larger than one
     # GPU), reserved together on one node (a Ray placement group); costs an all-reduce per layer
-    tensor_parallel_size: int = setting(1, ">= 1")
+    tensor_parallel_size: int = setting(1, "> 0")
     placement: Placement = Placement.ray  # ray: engine, learner, workers in Ray actors | local: one process
     # OpenMP/torch threads of each Ray actor (the learner's update) and of each vLLM CPU engine (in its
     # process; a worker process of its own binds the first N cores); None: every allowed core. The pieces take turns (generation,
     # critic, update), so each should use every core while it works; left alone, Ray gives a num_cpus=0
     # actor 1 thread and vLLM's auto-bind keeps one core for its engine process (1 of 2 cores here)
-    cpu_threads: Optional[int] = setting(None, ">= 1")
+    cpu_threads: Optional[int] = setting(None, "> 0")
     # the vLLM engine core and its worker inside the engine's own process (VLLM_ENABLE_V1_MULTIPROCESSING=0)
     # instead of two more processes; None: on for the CPU build (half the start-up CPU, ~10% faster
     # decode steps, no shared-memory polling), off on GPU
     vllm_in_process: Optional[bool] = None
     # vLLM: the share of a GPU's memory its engine takes (0.45 leaves room on a GPU shared with nothing else)
     gpu_memory_utilization: float = setting(0.45, "(0, 1]")
-    kv_cache_gb: int = setting(2, ">= 1")  # CPU build: VLLM_CPU_KVCACHE_SPACE
-    max_loras: int = setting(2, ">= 1")  # adapters an engine holds at once
-    max_lora_rank: int = setting(16, ">= 1")  # largest LoRA rank the engine can load (learner.lora_r must fit)
+    kv_cache_gb: int = setting(2, "> 0")  # CPU build: VLLM_CPU_KVCACHE_SPACE
+    max_loras: int = setting(2, "> 0")  # adapters an engine holds at once
+    max_lora_rank: int = setting(16, "> 0")  # largest LoRA rank the engine can load (learner.lora_r must fit)
     # vLLM without CUDA graphs; None: on for the CPU build (which has none), off on GPU, where graphs
     # make decode steps 20-50% faster
     enforce_eager: Optional[bool] = None
@@ -567,28 +569,28 @@ class LearnerConfig:
     # learner ranks: Ray actors forming one torch.distributed group (gloo on CPU, NCCL on GPU). Each
     # mini-batch's samples are split across them by token count and their gradients summed: the same
     # update as one rank's, in less time; rank 0 writes the adapter. backend=torch only for now
-    num_workers: int = setting(1, ">= 1")
+    num_workers: int = setting(1, "> 0")
     # DeepSpeed ZeRO stage: 0, 1 or 2 (stage 3 would shard the frozen base the reference pass reads)
     zero_stage: int = setting(0, "one of 0, 1, 2")
-    lora_r: int = setting(16, ">= 1")  # LoRA rank
-    lora_alpha: int = setting(16, ">= 1")  # LoRA scaling numerator (scale = lora_alpha / lora_r)
+    lora_r: int = setting(16, "> 0")  # LoRA rank
+    lora_alpha: int = setting(16, "> 0")  # LoRA scaling numerator (scale = lora_alpha / lora_r)
     lora_dropout: float = setting(0.0, "[0, 1)")  # dropout on the LoRA input
     target_modules: Any = "all-linear"  # the modules LoRA wraps: "all-linear" or a list of module-name suffixes
     lr: float = setting(1e-6, "> 0")  # AdamW learning rate (the paper's: 1e-6)
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # AdamW betas
     weight_decay: float = setting(0.01, ">= 0")  # AdamW weight decay
-    max_grad_norm: float = setting(1.0, ">= 0")  # gradient clipping norm (0: no clipping)
+    max_grad_norm: float = setting(1.0, ">= 0 (0: no clipping)")  # gradient clipping norm
     clip_eps: float = setting(0.2, "> 0")  # PPO ratio clip: the ratio is kept in [1 - clip_eps, 1 + clip_eps]
     # weight of the KL penalty to the base model (the reference pass: adapter off)
     kl_coef: float = setting(0.001, ">= 0")
-    epochs: int = setting(5, ">= 1")  # passes over the data when max_steps is null (steps = epochs x steps per epoch)
-    micro_batch_tokens: int = setting(4096, ">= 1")  # token budget per micro-batch: lower it to save memory
+    epochs: int = setting(5, "> 0")  # passes over the data when max_steps is null (steps = epochs x steps per epoch)
+    micro_batch_tokens: int = setting(4096, "> 0")  # token budget per micro-batch: lower it to save memory
     # a peft adapter folder (e.g. aac.sft's) to start from instead of B = 0
     init_adapter: Optional[str] = setting(None, "exists")
     gradient_checkpointing: bool = False  # saves activation memory, costs ~30% speed
     # with gradient_checkpointing, only the first N decoder layers recompute (null: all): the rest keep
     # their activations, so N trades memory for speed a layer at a time
-    checkpoint_layers: Optional[int] = setting(None, ">= 0")
+    checkpoint_layers: Optional[int] = setting(None, ">= 0 (0: none)")
     # SwiGLU MLPs' activation and down projection as one autograd op that keeps only the gate and up
     # projections (the rest recomputed elementwise in backward): ~24% less activation memory, same
     # gradients (aac.learner.fused_mlp); needs lora_dropout=0
@@ -597,19 +599,19 @@ class LearnerConfig:
     # truncated importance weight min(pi_learner / pi_engine, tis_cap) on each token's loss, for the
     # engine's numeric gap (bf16 kernels); null: weight 1 (the statistics are still logged)
     tis_cap: Optional[float] = setting(2.0, "> 0")
-    ppo_minibatches: int = setting(1, ">= 1")  # optimizer steps per rollout batch: > 1 makes the clip a trust region
+    ppo_minibatches: int = setting(1, "> 0")  # optimizer steps per rollout batch: > 1 makes the clip a trust region
     # a micro-batch's samples as one row of unique tokens: the prompt prefixes the turns of a group
     # share are computed once (same loss and gradients; micro_batch_tokens then counts unique tokens)
     prefix_sharing: bool = True
     # log-probs from the lm_head this many positions at a time, each chunk's float32 logits recomputed
     # in backward: memory of one chunk instead of [tokens x vocab]; 0: all at once (no recompute)
-    logprob_chunk: int = setting(256, ">= 0")
+    logprob_chunk: int = setting(256, ">= 0 (0: all at once)")
     # CPU only: glibc's mmap threshold fixed at this many KiB, so freed activations go back to the system
     # (SmolLM2 ckpt update at 4096 tokens: peak RSS 4.66 -> 1.39 GB) at the cost of fresh zeroed pages for
     # every new block (the same update ran ~1.9x longer, at a different load: benchmarks/RESULTS.md);
     # 0: glibc's dynamic threshold (faster, a fragmented heap). 1024 with gradient_checkpointing and
     # huge_pages for memory (1.38 GB at 4096, most of the fault cost gone)
-    malloc_mmap_threshold_kb: int = setting(0, f"[0, {MAX_MMAP_THRESHOLD_KB}]")
+    malloc_mmap_threshold_kb: int = setting(0, f"[0, {MAX_MMAP_THRESHOLD_KB}] (0: glibc's dynamic threshold)")
     # CPU only: tensors of >= 2 MB on transparent huge pages (torch's THP_MEM_ALLOC_ENABLE), so a mapped
     # block faults in 2 MB at a time, not 4 KB: read when the learner's process starts, so its launcher
     # sets it (`aac.learner.allocator.learner_env`)
@@ -642,7 +644,7 @@ class EvalConfig:
     mode: EvalMode = EvalMode.interactive
     data: str = "${env.data}"  # default: the data training reads (its test split)
     split: str = "test"  # the split of eval.data evaluated
-    limit: Optional[int] = setting(None, ">= 1")  # first N instances of the split (null: all)
+    limit: Optional[int] = setting(None, "> 0")  # first N instances of the split (null: all)
     # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
     checkpoint: Optional[str] = None
     # a training run's folder whose protocol the eval plays (model, prompts, per-turn token budgets and stop
@@ -654,24 +656,24 @@ class EvalConfig:
     # description and source in every prompt (the CodeARC-SFT teacher, aac/env/teacher.py); its
     # records say so, and its scores are an oracle's, not a benchmark result
     teacher: Teacher = Teacher.none
-    history_window: int = setting(10, ">= 1")  # observations shown per prompt in eval episodes (the release: 10)
-    max_calls: int = setting(25, ">= 1")  # paper: 25 function calls (the release used 20 cycles)
+    history_window: int = setting(10, "> 0")  # observations shown per prompt in eval episodes (the release: 10)
+    max_calls: int = setting(25, "> 0")  # paper: 25 function calls (the release used 20 cycles)
     call_timeout_s: float = setting(30.0, "> 0")  # seconds per function call in eval episodes (the release: 30)
     codematch_timeout_s: float = setting(0.5, "> 0")  # seconds per test call when code match runs the coder's code
     # web: one virtual-execution call of a coder's service-call function (a fresh sandbox child's first
     # call loads the transport, the service and the HTTP clients: ~0.1 s)
     service_call_timeout_s: float = setting(5.0, "> 0")
-    max_tokens_per_turn: int = setting(1024, ">= 1")  # token budget of each actor reply in eval episodes
+    max_tokens_per_turn: int = setting(1024, "> 0")  # token budget of each actor reply in eval episodes
     max_tokens_per_phase: dict[str, int] = field(default_factory=dict)  # as rollout.max_tokens_per_phase
     stop_per_phase: dict[str, list[str]] = field(default_factory=dict)  # as rollout.stop_per_phase
     temperature: float = setting(0.0, ">= 0")  # greedy by default (docs/method.md §8)
-    batch_size: int = setting(16, ">= 1")  # episodes in flight: more is faster until the engine saturates
+    batch_size: int = setting(16, "> 0")  # episodes in flight: more is faster until the engine saturates
     judge_model: Optional[str] = None  # None: the actor's base model (sharing its engine)
     coder_model: Optional[str] = None  # None: the actor's base model
     judge_engine: Optional[EngineKind] = None  # engine kind of judge and coder; None: the actor's
-    judge_max_tokens: int = setting(256, ">= 1")  # token budget of a judge's reply
+    judge_max_tokens: int = setting(256, "> 0")  # token budget of a judge's reply
     judge_scoring: CriticScoring = CriticScoring.generate  # logprob: the expected 1-5 from one forward pass
-    coder_max_tokens: int = setting(512, ">= 1")  # token budget of the coder's program
+    coder_max_tokens: int = setting(512, "> 0")  # token budget of the coder's program
     # also code-match from the gold description: the per-instance upper bound (web: always, beside the
     # intent-only row)
     gold: bool = False
@@ -680,7 +682,7 @@ class EvalConfig:
     code_match: bool = True
     score: bool = True  # false: only play the episodes (score later by rerunning with true)
     name: Optional[str] = None  # label of the run in reports and comparisons
-    bootstrap_resamples: int = setting(10000, ">= 1")  # bootstrap resamples behind each reported confidence interval
+    bootstrap_resamples: int = setting(10000, "> 0")  # bootstrap resamples behind each reported confidence interval
 
 
 @rule("eval.max_tokens_per_phase", "eval.stop_per_phase")
@@ -702,8 +704,8 @@ class SFTConfig:
 
     data: str = ""  # eval run directories (episodes.jsonl + scores.jsonl), comma-separated
     min_score: float = setting(4.0, "[0, 5]")  # keep episodes whose judged description score (1-5) is >= this
-    epochs: int = setting(2, ">= 1")  # passes over the kept turns
-    batch_turns: int = setting(8, ">= 1")  # turns (chat samples) per optimizer step
+    epochs: int = setting(2, "> 0")  # passes over the kept turns
+    batch_turns: int = setting(8, "> 0")  # turns (chat samples) per optimizer step
     lr: Optional[float] = setting(None, "> 0")  # None: learner.lr (the paper's RL lr, 1e-6, is far too small for SFT)
 
 
@@ -711,7 +713,7 @@ class SFTConfig:
 class PreflightConfig:
     """`python -m aac.preflight`: a few real steps of a recipe, measured, and its full run projected."""
 
-    steps: int = setting(3, ">= 1")  # training steps run and timed (the first includes the engines' warm-up)
+    steps: int = setting(3, "> 0")  # training steps run and timed (the first includes the engines' warm-up)
     eval: bool = True  # also time one held-out evaluation when the recipe evaluates (eval_every > 0)
     json: Optional[str] = None  # where the measurements go; None: OUT_DIR/preflight.json
 
@@ -754,13 +756,13 @@ class TrainConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     seed: int = setting(0, ">= 0")  # seeds data order, sampling and the LoRA's init
-    max_steps: Optional[int] = setting(None, ">= 1")  # optimizer steps; None: epochs over the data
+    max_steps: Optional[int] = setting(None, "> 0")  # optimizer steps; None: epochs over the data
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"  # the run dir: metrics, adapters, checkpoints, the composed config
-    save_every: int = setting(10, ">= 0")  # 0: no periodic checkpoint (the last step's is always written)
-    eval_every: int = setting(0, ">= 0")  # 0: no periodic evaluation
-    eval_limit: int = setting(8, ">= 1")  # held-out instances of each periodic evaluation (eval_every)
+    save_every: int = setting(10, ">= 0 (0: never)")  # 0: no periodic checkpoint (the last step's is always written)
+    eval_every: int = setting(0, ">= 0 (0: never)")  # 0: no periodic evaluation
+    eval_limit: int = setting(8, "> 0")  # held-out instances of each periodic evaluation (eval_every)
     resume: Any = False  # false | true (latest in out_dir) | PATH
-    keep_checkpoints: int = setting(3, ">= 1")  # newest checkpoints kept in out_dir/checkpoints
+    keep_checkpoints: int = setting(3, "> 0")  # newest checkpoints kept in out_dir/checkpoints
     sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
     check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
     # the bound of the sync check's weights part: a mean |logp_engine - logp_learner| per probe token above
@@ -769,11 +771,11 @@ class TrainConfig:
     # (benchmarks/RESULTS.md, "PPO ratio and the sync tolerance")
     sync_tolerance: Optional[float] = setting(None, "> 0")
     # generated tokens the sync check scores (turns of the step, longest first)
-    sync_probe_tokens: int = setting(128, ">= 1")
-    keep_adapters: int = setting(2, ">= 1")  # newest adapters/vN folders kept (checkpoints hold their own copies)
+    sync_probe_tokens: int = setting(128, "> 0")
+    keep_adapters: int = setting(2, "> 0")  # newest adapters/vN folders kept (checkpoints hold their own copies)
     # pieces (engines, learner, rollout workers) rebuilt after their process died, in all, before the run
     # stops with a checkpoint of its last complete step (rollout.placement=ray; aac/training/supervisor.py)
-    max_actor_restarts: int = setting(10, ">= 0")
+    max_actor_restarts: int = setting(10, ">= 0 (0: never)")
     recipe_name: str = "none"  # the recipe's name (set by each recipe), logged with the run
 
 

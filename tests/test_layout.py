@@ -15,8 +15,7 @@ CONSTRUCTORS = {"EngineSet", "engine_from_config", "make_engine", "Learner", "Ro
                 "open_pool", "SandboxPool", "make_critic", "PrivilegedCritic", "ScriptedCritic", "Placed"}
 # entry points of their own (the issue's exceptions) and the factories that define the pieces
 ALLOWED = ("aac/assembly.py", "aac/placement.py", "aac/engines/", "aac/sandbox/", "aac/critic/build.py",
-           "aac/env/domains/__init__.py", "aac/data/", "aac/rollout/skyrl_reward.py", "aac/env/skyrl_env.py",
-           "aac/skyrl/", "aac/critic/check.py")
+           "aac/env/domains/__init__.py", "aac/data/", "aac/critic/check.py")
 
 
 def _trees() -> dict[str, ast.Module]:
