@@ -147,11 +147,10 @@ class SettingRange:
         return int(value) if all(b == int(b) for b in bounds) else value
 
 
-def setting(default: object, range: Optional[str] = None, *, meaning: Optional[str] = None) -> Any:
-    """A config field with its range (`SettingRange`) and, when the comment beside the field does not say it,
-    its meaning. What the field's annotation types (its default may be an interpolation)."""
-    metadata = {"range": SettingRange(range)} if range else {}
-    return field(default=default, metadata={**metadata, **({"meaning": meaning} if meaning else {})})
+def setting(default: object, range: str) -> Any:
+    """A config field with its range (a `SettingRange`); typed `Any` so that the field's annotation is its
+    type (the default may be an interpolation such as `${env.max_steps}`)."""
+    return field(default=default, metadata={"range": SettingRange(range)})
 
 
 class ConfigError(ValueError):

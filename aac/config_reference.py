@@ -3,8 +3,8 @@
     python -m aac.config_reference --write     # rewrites docs/config.md
     python -m aac.config_reference             # prints it
 
-Per group: each key's type, default, range, meaning (the comment beside or right above its field, or the
-field's `meaning=`), the recipes that change it and the cross-key rules that read it. A test fails when
+Per group: each key's type, default, range, meaning (the comment beside its field joined to the comment
+lines right above it), the recipes that change it and the cross-key rules that read it. A test fails when
 a key has no meaning or the file is stale (tests/test_config_reference.py).
 """
 
@@ -58,7 +58,7 @@ def meanings() -> dict[str, str]:
             owner[id(f)] = cls.__name__
             if isinstance(f.default_factory, type) and is_dataclass(f.default_factory):
                 stack.append(f.default_factory)
-    return {key: f.metadata.get("meaning") or comments.get((owner[id(f)], f.name), "") for key, f in settings()}
+    return {key: comments.get((owner[id(f)], f.name), "") for key, f in settings()}
 
 
 def _type(f: Field) -> str:
@@ -137,7 +137,7 @@ def reference() -> str:
             attrs.append(f"range `{f.metadata['range'].text}`")
         out.append(f"- **`{key}`** ({', '.join(attrs)}): {meaning[key]}")
         if key in changes:
-            out.append("  - recipes: " + ", ".join(f"`{name}` {v}" for name, v in changes[key].items()))
+            out.append("  - recipes: " + ", ".join(f"`{name}` → {v}" for name, v in changes[key].items()))
         out += [f"  - rule: {text}" for text in rules.get(key, [])]
         out.append("")
     return "\n".join(out).rstrip() + "\n"
