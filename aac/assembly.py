@@ -10,20 +10,23 @@ here; no piece reads a sibling's section or builds its own collaborator.
 - the learner (`build_learner`), in a Ray actor that asks for `learner.num_gpus`, or here;
 - rollout workers, each with its own sandbox pool and critic, built in the worker's process;
 - the driver's sandbox pool and the scorers (judge, code match, informative calls), on first use;
-- the protocols of training and of held-out episodes.
+- the protocols of training and of held-out episodes;
+- a critic alone in a process that plays no actor of ours (`standalone_critic`: SkyRL's env workers).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol, cast
 
 from aac.config import (
     ConfigError,
     CriticConfig,
     EnvConfig,
     EvalConfig,
+    LearnerConfig,
+    ModelConfig,
     RewardConfig,
     RolloutConfig,
     TrainConfig,
@@ -44,12 +47,32 @@ from aac.placement import (
 from aac.rollout.workers import RolloutWorker
 
 if TYPE_CHECKING:
+    from aac.critic import Critic
     from aac.critic.coverage import CoverageInformativeness
     from aac.engines import Engine
+    from aac.learner import LearnerLike
     from aac.sandbox import SandboxPool
     from aac.scorers.codematch import CodeMatcher
     from aac.scorers.judge import Judge, LogprobJudge
     from aac.scorers.servicecall import ServiceCallMatcher
+
+    # typing only (importing the learner costs torch and peft)
+    class LearnerHandle(LearnerLike, Protocol):
+        """The run's learner as the loop calls it: the learner's methods (`LearnerLike`, each call waiting for
+        its answer wherever the learner runs) and its placement's (`Placed`, or `LearnerRanks` for several ranks)."""
+
+        name: str
+
+        def alive(self) -> bool: ...
+
+        def rebuild(self) -> None: ...
+
+        def kill(self) -> None: ...
+
+        def close(self, method: str = "close") -> None: ...
+
+        def members(self) -> list[Placed[Any]]: ...
+
 
 log = logging.getLogger("aac")
 
@@ -84,7 +107,7 @@ class PlacedRolloutWorker(RolloutWorker):
         super().__init__(rollout, rewards, protocol, actor_engine, pool, critic, spread_list=env.spread_list_args)
 
 
-def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Placed | LearnerRanks:
+def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Optional[LearnerConfig] = None) -> LearnerHandle:
     """The learner of `cfg.model` with `learner` (default `cfg.learner`), in a Ray actor asking for
     `learner.num_gpus` (its process started with the allocator settings it needs) or here; with
     `learner.num_workers` > 1, that many such actors in one torch.distributed group."""
@@ -97,10 +120,11 @@ def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Any = None) -> Pl
         if not use_ray:
             raise ConfigError(f"learner.num_workers={section.num_workers} places learner ranks in Ray actors; this "
                               "learner runs in one process (aac.sft): set learner.num_workers=1")
-        return LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed, num_workers=section.num_workers,
-                            name="learner", num_gpus=section.num_gpus, env=learner_env(section))
-    return Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray, name="learner",
-                  num_gpus=section.num_gpus, env=learner_env(section))
+        return cast("LearnerHandle", LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed,
+                                                num_workers=section.num_workers, name="learner",
+                                                num_gpus=section.num_gpus, env=learner_env(section)))
+    return cast("LearnerHandle", Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
+                                      name="learner", num_gpus=section.num_gpus, env=learner_env(section)))
 
 
 @dataclass
@@ -113,8 +137,8 @@ class Run:
     use_ray: bool
     actor: Optional[Engine] = None  # training: the actor's engine, serving the LoRA
     critic: Optional[Engine] = None  # training: the critic's engine (None: scripted)
-    learner: Optional[Placed | LearnerRanks] = None
-    workers: list[Placed] = field(default_factory=list)
+    learner: Optional[LearnerHandle] = None
+    workers: list[Placed[PlacedRolloutWorker]] = field(default_factory=list)
     _pool: Optional[SandboxPool] = None
     _scorers: Optional[tuple[Judge | LogprobJudge, CodeMatcher]] = None
     _coverage: Optional[CoverageInformativeness] = None
@@ -147,7 +171,7 @@ class Run:
             self._scorers = judge, matcher
         return self._scorers
 
-    def pieces(self) -> list[Placed]:
+    def pieces(self) -> list[Placed[Any]]:
         """Every placed piece: the engine hosts, the learner, the rollout workers."""
         return [*self.engines.hosts(), *(self.learner.members() if self.learner is not None else []), *self.workers]
 
@@ -233,3 +257,20 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
         run.close()
         raise
     return run
+
+
+_PROCESS_ENGINES: list[EngineSet] = []  # a standalone critic's engines: one set per process, built on first use
+
+
+def standalone_critic(critic: CriticConfig, *, stop_threshold: float, spread_list: bool) -> Critic:
+    """A critic for a process that plays no actor of ours (SkyRL's env workers, aac/skyrl/reward_env.py):
+    its engine is `critic.backend` serving `critic.model` from this process's own engines (none for
+    `critic.kind=scripted`); coverage runs the calls in the process's shared sandbox pool."""
+    from aac.critic import make_critic
+
+    engine = None
+    if critic.kind != "scripted":
+        if not _PROCESS_ENGINES:
+            _PROCESS_ENGINES.append(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False))
+        engine = critic_engine(_PROCESS_ENGINES[0], critic)
+    return make_critic(engine, critic, stop_threshold=stop_threshold, caller=sandbox_caller(None, spread_list=spread_list))

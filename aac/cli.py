@@ -1,7 +1,8 @@
 """Shared front door of the Hydra entry points (`aac.train`, `aac.eval`).
 
-It adds what plain `@hydra.main` lacks: a default recipe, `model=PATH_OR_HUB_ID` as a
-shorthand for `model.name=...`, and config errors reported as one line naming the key.
+It adds what plain `@hydra.main` lacks: a default recipe (also under `--help`, which prints the composed
+config that would run and points to docs/config.md), `model=PATH_OR_HUB_ID` as a shorthand for
+`model.name=...`, and config errors reported as one line naming the key.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
             arg = f"model.name={value}"  # a local folder or hub id, not a registry name
         out.append(arg)
     has_recipe = any(a.lstrip("+~").startswith("recipe=") for a in out)
-    if default_recipe and not has_recipe and not any(a in ("--help", "-h", "--hydra-help") for a in out):
+    # --help shows the config that would run: the default recipe's (Hydra's own --hydra-help composes none)
+    if default_recipe and not has_recipe and "--hydra-help" not in out:
         out.append(f"+recipe={default_recipe}")
     return out
 
@@ -106,6 +108,10 @@ def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> N
     multirun = any(f in ("-m", "--multirun") for f in flags)
     if not multirun and not any(f in ("--help", "-h", "--hydra-help", "--info") for f in flags):
         _precheck(overrides, config_name)
+    if any(f in ("--help", "-h") for f in flags):  # the command as typed, in --help's first line
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        command = (spec.name if spec else task.__module__).removesuffix(".__main__")
+        argv.append(f"hydra.help.app_name='python -m {command}'")
     sys.argv = [sys.argv[0]] + argv
     main = hydra.main(config_path=str(resource_dir("conf")), config_name=config_name, version_base=None)(task)
     main()

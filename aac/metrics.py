@@ -132,7 +132,7 @@ def _clean(v: object) -> object:
 
 
 @contextmanager
-def timed(into: dict[str, Any], key: str) -> Iterator[None]:
+def timed(into: dict[str, float], key: str) -> Iterator[None]:
     """Add the wall time of the block to `into[key]` (every phase of a step is timed so)."""
     t0 = time.perf_counter()
     try:

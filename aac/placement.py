@@ -19,10 +19,11 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Generic, Optional, TypeVar
 
-from aac.config import CriticConfig, ModelConfig, RolloutConfig
+from aac.config import CriticConfig, ModelConfig, OpenAIConfig, RolloutConfig, TrainConfig
 from aac.engines import Engine
 from aac.engines.cpu_threads import omp_threads
 from aac.engines.remote import QUIET_ENV, quiet_env
@@ -42,14 +43,19 @@ def _where() -> dict[str, Any]:
             "gpus": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])], "pid": os.getpid()}
 
 
-class Placed:
-    """A handle on an object built here or in a Ray actor; attribute calls are synchronous.
+T = TypeVar("T", covariant=True)  # a Placed[Learner] is a Placed[object]
+
+
+class Placed(Generic[T]):
+    """A handle on a `T` built here or in a Ray actor; attribute calls are synchronous. `T` names what it
+    holds; `aac.assembly.build_run` hands a piece out typed as the protocol of its calls (`LearnerHandle`)
+    so that a caller's `learner.update(...)` resolves to the learner's method.
 
     Under Ray a piece can die (its process killed, its node lost): `alive()` tells, and `rebuild()`
     builds a new actor from the same arguments (the caller restores its state). Ray's own actor
     restarts stay off: a restarted actor would come back without the state the run gave it, silently."""
 
-    def __init__(self, cls: type, *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0,
+    def __init__(self, cls: type[T], *args: Any, use_ray: bool, name: str, num_gpus: float = 0.0,
                  tensor_parallel: int = 1, env: dict[str, str] | None = None, **kwargs: Any):
         self.name = name
         self._ray = use_ray
@@ -113,7 +119,7 @@ class Placed:
             where["group_nodes"] = sorted(set(bundles.values()))
         return where
 
-    def members(self) -> list[Placed]:
+    def members(self) -> list[Placed[T]]:
         """The actors this piece runs in (one; a group of learner ranks: each)."""
         return [self]
 
@@ -132,7 +138,7 @@ class Placed:
             return getattr(self._obj, method).remote(*args, **kwargs)
         return getattr(self._obj, method)(*args, **kwargs)
 
-    def gather(self, futures: list[Any]) -> list[Any]:
+    def gather(self, futures: list[object]) -> list[Any]:
         if self._ray:
             import ray
 
@@ -198,7 +204,7 @@ class LearnerRanks:
         port = ray.get(lead.actor.__ray_call__.remote(_free_port))
         lead.gather([r.submit("join", address, port, i, len(self.ranks)) for i, r in enumerate(self.ranks)])
 
-    def members(self) -> list[Placed]:
+    def members(self) -> list[Placed[Any]]:
         return list(self.ranks)
 
     def alive(self) -> bool:
@@ -241,7 +247,7 @@ class LearnerRanks:
         return call
 
 
-def _first_error(futures: list[Any], timeout: float | None = None) -> list[Any]:
+def _first_error(futures: list[object], timeout: float | None = None) -> list[Any]:
     """The results of `futures`, or the first one's error as soon as it is known: the others of a
     collective would wait for the failed rank until their own timeout."""
     import ray
@@ -256,7 +262,7 @@ def _first_error(futures: list[Any], timeout: float | None = None) -> list[Any]:
     return ray.get(futures)
 
 
-def _free_port(_: Any) -> int:
+def _free_port(_: object) -> int:
     """A port free on the node of the actor this runs in."""
     from aac.learner.backends import free_port
 
@@ -309,7 +315,7 @@ class GpuAsk:
         return self.gpus * self.shards
 
 
-def gpu_asks(cfg: Any) -> list[GpuAsk]:
+def gpu_asks(cfg: TrainConfig) -> list[GpuAsk]:
     """What a training run's pieces ask for: each engine replica, the critic's own engine, each learner rank."""
     r = cfg.rollout
     asks = [GpuAsk(f"engine replica {i}", r.num_gpus, r.tensor_parallel_size) for i in range(r.num_engines)]
@@ -341,7 +347,7 @@ def cluster_gpus() -> list[float]:
     return [n["Resources"].get("GPU", 0.0) for n in ray.nodes() if n["Alive"]]
 
 
-def placement_table(pieces: list[Placed]) -> list[str]:
+def placement_table(pieces: Sequence[Placed[object]]) -> list[str]:
     """One line per piece: the node (address and id) and the GPUs it runs on, and its process."""
     rows = [(p.name, p.where()) for p in pieces]
     return [f"{name:<24} node {w['ip']} ({w['node'][:8]}) GPUs {','.join(w['gpus']) or '-'} pid {w['pid']}"
@@ -355,9 +361,9 @@ class EngineSet:
     def __init__(self, model: ModelConfig, rollout: RolloutConfig, seed: int, *, use_ray: bool):
         self.model, self.rollout, self.seed, self.use_ray = model, rollout, seed, use_ray
         self._made: dict[tuple, Engine] = {}
-        self._placed: dict[tuple, list[Placed]] = {}  # under Ray: the hosts (replicas) of each engine in `_made`
+        self._placed: dict[tuple, list[Placed[Any]]] = {}  # under Ray: the hosts (replicas) of each engine in `_made`
 
-    def _key(self, kind: str, model: str, openai: Any) -> tuple:
+    def _key(self, kind: str, model: str, openai: OpenAIConfig) -> tuple:
         return (kind, model, openai.base_url if kind == "openai" else None)
 
     def actor(self, *, kind: Optional[str] = None, lora_rank: Optional[int] = None) -> Engine:
@@ -367,7 +373,7 @@ class EngineSet:
                         num_gpus=self.rollout.num_gpus, tensor_parallel=self.rollout.tensor_parallel_size,
                         replicas=self.rollout.num_engines)
 
-    def get(self, kind: str, model: str, *, openai: Any = None, lora_rank: Optional[int] = None,
+    def get(self, kind: str, model: str, *, openai: Optional[OpenAIConfig] = None, lora_rank: Optional[int] = None,
             num_gpus: float = 0.0, tensor_parallel: int = 1, replicas: int = 1) -> Engine:
         """The engine serving `model` on backend `kind` (an endpoint: `openai`, default `rollout.openai`);
         under Ray, `replicas` copies of it behind one proxy (aac/engines/replicas.py)."""
@@ -422,7 +428,7 @@ class EngineSet:
                     rebuilt.append(proxy)
         return rebuilt
 
-    def hosts(self) -> list[Placed]:
+    def hosts(self) -> list[Placed[Any]]:
         return [host for hosts in self._placed.values() for host in hosts]
 
     def close(self) -> None:
@@ -435,7 +441,7 @@ class EngineSet:
         self._placed.clear()
 
 
-def _with_model(openai: Any, served: str) -> Any:
+def _with_model(openai: OpenAIConfig, served: str) -> OpenAIConfig:
     from omegaconf import OmegaConf
 
     return OmegaConf.merge(openai, {"model": served})

@@ -109,6 +109,14 @@ def test_model_path_shorthand(run_module, tmp_path):
     assert OmegaConf.create(out.stdout).model.name == str(tmp_path)
 
 
+def test_help_shows_the_default_recipe_and_points_to_the_reference(run_module):
+    out = run_module("aac.train", "--help", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("python -m aac.train [+recipe=NAME]")
+    assert "recipe_name: smollm2_cpu" in out.stdout and "max_steps: 12" in out.stdout  # the recipe's env.max_steps
+    assert "docs/config.md" in out.stdout
+
+
 def test_default_recipe_is_smollm2_cpu(run_module):
     out = run_module("aac.train", "--cfg", "job", timeout=120)
     assert out.returncode == 0, out.stderr

@@ -15,8 +15,7 @@ CONSTRUCTORS = {"EngineSet", "engine_from_config", "make_engine", "Learner", "Ro
                 "open_pool", "SandboxPool", "make_critic", "PrivilegedCritic", "ScriptedCritic", "Placed"}
 # entry points of their own (the issue's exceptions) and the factories that define the pieces
 ALLOWED = ("aac/assembly.py", "aac/placement.py", "aac/engines/", "aac/sandbox/", "aac/critic/build.py",
-           "aac/env/domains/__init__.py", "aac/data/", "aac/rollout/skyrl_reward.py", "aac/env/skyrl_env.py",
-           "aac/skyrl/", "aac/critic/check.py")
+           "aac/env/domains/__init__.py", "aac/data/", "aac/critic/check.py")
 
 
 def _trees() -> dict[str, ast.Module]:
@@ -52,14 +51,18 @@ def test_modules_and_the_loop_stay_readable():
     assert len((ROOT / "benchmarks" / "RESULTS.md").read_text().splitlines()) <= 600
 
 
-ANY = {"Any", "Optional[Any]", "Any | None"}
+def _mentions_any(annotation: ast.expr) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "Any" or isinstance(n, ast.Attribute) and n.attr == "Any"
+               for n in ast.walk(annotation))
 
 
 def test_few_parameters_are_typed_any():
-    """Config sections carry their dataclass, data its class, arbitrary values `object`; `Any` stays
-    only where a third party has no type to name. `*args: Any` / `**kwargs: Any` (forwarded) don't count."""
+    """Config sections carry their dataclass, data its class, opaque values `object`, placed pieces their
+    protocol or `Placed[T]`; `Any` (anywhere in the annotation: `dict[str, Any]` counts) stays only where a
+    third party has no type to name. `*args: Any` / `**kwargs: Any` (forwarded) don't count. 74 when counted
+    first, 37 after issue 44."""
     found = [f"{path}:{node.lineno} {node.name}({arg.arg})" for path, tree in _trees().items()
              for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
              for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-             if arg.annotation is not None and ast.unparse(arg.annotation) in ANY]
-    assert len(found) < 40, found
+             if arg.annotation is not None and _mentions_any(arg.annotation)]
+    assert len(found) <= 40, found

@@ -1,5 +1,5 @@
 """AAC's rewards through SkyRL: "aac-pau-critic" made by `skyrl_gym.make`, scored by a real critic
-over HTTP, paying what `aac.train` pays (aac/rollout/skyrl_reward.py)."""
+over HTTP, paying what `aac.train` pays (aac/skyrl/reward_env.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 import skyrl_gym
 from doubles import GenerateOnly
 
-import aac.rollout.skyrl_reward  # noqa: F401  (registers "aac-pau-critic")
+import aac.skyrl.reward_env  # noqa: F401  (registers "aac-pau-critic")
 from aac.env.instance import Instance
 from aac.rewards.schedule import episode_rewards
 from aac.rewards.terms import judgment_kind
-from aac.rollout.skyrl_reward import ENV_ID
 from aac.sandbox.result import CallKind, CallResult
+from aac.skyrl.reward_env import ENV_ID
 
 INSTANCE = Instance(
     uid="r/1", source="unit", code="def test_func(arg0):\n    return abs(arg0)\n", description="Absolute value.",

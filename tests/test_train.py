@@ -138,6 +138,8 @@ def test_sync_check_passes_and_fires_when_sync_is_off(tmp_path):
     cfg = tiny_cfg(*LEARNABLE, "max_steps=1", "learner.lr=5e-2", "save_every=100")
     rows = _run(cfg, tmp_path / "on")
     assert rows[0]["sync/logprob_gap"] < FP32_TOLERANCE  # null: the float32 bound
+    phases = ("rollout", "advantages", "update", "rollout_ahead_wait", "sync", "sync_check", "metrics")
+    assert all(rows[0][f"time/{p}_s"] >= 0 for p in phases), sorted(rows[0])  # every phase of a step is timed
     assert rows[0]["adapter_version"] == 1
     stale = tiny_cfg(*LEARNABLE, "max_steps=1", "learner.lr=5e-2", "save_every=100", "sync_adapter=false")
     with pytest.raises(SyncError, match="stale adapter"):

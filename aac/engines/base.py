@@ -148,7 +148,7 @@ class Engine(ABC):
         queued.update(zip(tickets, requests))
         return tickets
 
-    def collect(self, tickets: list[Any]) -> list[tuple[Any, GenResult]]:
+    def collect(self, tickets: list[object]) -> list[tuple[Any, GenResult]]:
         """Wait until at least one of `tickets` is done; returns (ticket, result) for every done one
         (each ticket once). Here: all of them, from one `generate` call."""
         queued = self.__dict__.get("_queued", {})

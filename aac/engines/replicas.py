@@ -118,7 +118,7 @@ class EngineReplicas(Engine):
                 self._ours[(i, theirs)] = tickets[k]
         return tickets
 
-    def collect(self, tickets: list[Any]) -> list[tuple[Any, GenResult]]:
+    def collect(self, tickets: list[object]) -> list[tuple[Any, GenResult]]:
         unknown = [t for t in tickets if t not in self._tickets]
         if unknown:
             raise EngineError(f"collect: {len(unknown)} ticket(s) were never submitted or already collected")

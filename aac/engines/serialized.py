@@ -45,7 +45,7 @@ class SerializedEngine(Engine):
         with self._lock:
             return self.engine.submit(requests)
 
-    def collect(self, tickets: list[Any]) -> list[tuple[Any, GenResult]]:
+    def collect(self, tickets: list[object]) -> list[tuple[Any, GenResult]]:
         with self._lock:
             return self.engine.collect(tickets)
 

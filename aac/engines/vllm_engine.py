@@ -329,7 +329,7 @@ class VLLMEngine(Engine):
                 tickets.append(ticket)
         return tickets
 
-    def collect(self, tickets: list[Any]) -> list[tuple[Any, GenResult]]:
+    def collect(self, tickets: list[object]) -> list[tuple[Any, GenResult]]:
         if unknown := [t for t in tickets if t not in self._streams]:
             raise EngineError(f"collect: {len(unknown)} ticket(s) were never submitted or already collected")
         started = time.perf_counter()

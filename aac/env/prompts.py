@@ -23,7 +23,7 @@ import ast
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aac.env.observation import Observation
 from aac.sandbox.values import InputParseError, parse_input, safe_repr
@@ -86,7 +86,7 @@ def clip(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max(max_chars - 1, 0)] + "…"
 
 
-def example_repr(value: Any, max_chars: int) -> str:
+def example_repr(value: object, max_chars: int) -> str:
     """How a stored example output is shown: stored outputs are JSON values, shown as Python reprs."""
     return safe_repr(value, max_chars)
 

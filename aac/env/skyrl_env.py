@@ -16,7 +16,7 @@ the context grows with the episode, so keep `max_steps` and the window small the
 
 No reward: the environment knows none (it sits below the critic and the rewards), so every step's
 reward is 0.0. AAC's rewards (critic scores through the schedule of `aac.train`) come with the env
-"aac-pau-critic" (aac/rollout/skyrl_reward.py), which extends this one. The step's `StepRecord` is in
+"aac-pau-critic" (aac/skyrl/reward_env.py), which extends this one. The step's `StepRecord` is in
 `metadata["step"]`.
 """
 

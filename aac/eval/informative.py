@@ -11,13 +11,17 @@ their own to measure): None elsewhere.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.critic.judgment import Judgment
 from aac.env.observation import Observation
 
+if TYPE_CHECKING:
+    from aac.critic.coverage import CoverageInformativeness
+    from aac.env.instance import Instance
 
-def count_informative(episode: dict, instance: Any, coverage: Any) -> Optional[int]:
+
+def count_informative(episode: dict, instance: Instance, coverage: CoverageInformativeness) -> Optional[int]:
     """The informative calls among `episode`'s queries (an `aac.eval` record); `coverage` is a
     `CoverageInformativeness`. None for an in-context record or a domain other than pau."""
     if episode.get("mode") != "interactive" or instance.domain != "pau":

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 EPISODES = "episodes.jsonl"
 SCORES = "scores.jsonl"
@@ -66,7 +65,7 @@ def by_uid(records: list[dict]) -> dict[str, dict]:
     return {r["uid"]: r for r in records}
 
 
-def _no_nan(obj: Any) -> Any:
+def _no_nan(obj: object) -> object:
     """NaN (a mean over nothing) becomes null: strict JSON readers reject NaN."""
     if isinstance(obj, float) and obj != obj:
         return None
@@ -77,7 +76,7 @@ def _no_nan(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: Path, obj: Any) -> None:
+def write_json(path: Path, obj: object) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(_no_nan(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
     tmp.replace(path)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from aac.config import ConfigError
+from aac.config import ConfigError, TrainConfig
 
 log = logging.getLogger("aac.eval")
 RUN_CONFIG = Path(".hydra") / "config.yaml"  # where Hydra saves a run's composed config
@@ -105,7 +105,7 @@ def hydra_overrides() -> list[str]:
     return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
-def apply_run_protocol(cfg: Any, run_dir: Path, overrides: Sequence[str]) -> tuple[Any, RunProtocol]:
+def apply_run_protocol(cfg: TrainConfig, run_dir: Path, overrides: Sequence[str]) -> tuple[TrainConfig, RunProtocol]:
     """`cfg` with the keys that `overrides` (the command line's) leave unset taken from `run_dir`'s config."""
     from omegaconf import OmegaConf
 
@@ -128,14 +128,14 @@ def apply_run_protocol(cfg: Any, run_dir: Path, overrides: Sequence[str]) -> tup
     return out, found
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     from omegaconf import OmegaConf
 
     value = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
     return getattr(value, "value", value)  # a config Choice as its string
 
 
-def play_runs_protocol(cfg: Any, adapter: Optional[Path], overrides: Sequence[str]) -> Any:
+def play_runs_protocol(cfg: TrainConfig, adapter: Optional[Path], overrides: Sequence[str]) -> TrainConfig:
     """`cfg` under the protocol of the run that `adapter` lies in (or of `eval.protocol_from`), said in one
     log line; a checkpoint outside any run with a saved config plays `cfg`'s own protocol, with a warning."""
     trained = protocol_run(cfg.eval.protocol_from, adapter)

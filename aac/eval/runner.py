@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aac.engines import GenRequest
+from aac.engines import Engine, GenRequest
 from aac.env.domains import get_domain
 from aac.env.instance import Instance
-from aac.env.protocol import Episode, ProtocolConfig, in_context_prompt, parse_description  # noqa: F401
+from aac.env.protocol import Caller, Episode, ProtocolConfig, in_context_prompt, parse_description  # noqa: F401
 from aac.env.teacher import PromptTransform, plain
 from aac.rollout.driver import EpisodeDriver, EpisodeSpec, PlayedEpisode, SamplingSpec
 from aac.rollout.record import interactive_record
@@ -85,19 +85,19 @@ class _Metered:
     """The actor's engine as the driver sees it, reporting the turns and tokens of every collect to
     `progress` (progress lines while episodes are still playing)."""
 
-    def __init__(self, engine: Any, progress: Progress):
+    def __init__(self, engine: Engine, progress: Progress):
         self.engine, self.progress = engine, progress
 
     def submit(self, requests: list[GenRequest]) -> list[Any]:
         return self.engine.submit(requests)
 
-    def collect(self, tickets: list[Any]) -> list[tuple[Any, Any]]:
+    def collect(self, tickets: list[object]) -> list[tuple[Any, Any]]:
         got = self.engine.collect(tickets)
         self.progress(0, turns=len(got), tokens=sum(len(r.token_ids) for _, r in got))
         return got
 
 
-def run_interactive(specs: Sequence[EpisodeSpec], actor: ActorSpec, protocol: ProtocolConfig, caller: Any, *,
+def run_interactive(specs: Sequence[EpisodeSpec], actor: ActorSpec, protocol: ProtocolConfig, caller: Caller, *,
                     batch_size: int, on_done: OnDone, progress: Progress = lambda n, **counts: None) -> None:
     """The episode driver with `batch_size` episodes live; each finished one is recorded at once.
     `progress(episodes, **counts)` hears of finished episodes and, as they come, turns, tokens and calls."""

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.env.observation import Observation
 from aac.eval.informative import count_informative
 from aac.scorers.codematch import CodeMatcher, CoderTask
 from aac.scorers.judge import Judge
+
+if TYPE_CHECKING:
+    from aac.critic.coverage import CoverageInformativeness
+    from aac.scorers.servicecall import ServiceCallMatcher
 
 
 def coder_task(episode: dict, instance, description: str) -> CoderTask:
@@ -27,9 +31,9 @@ def intent_only_task(instance) -> CoderTask:
 
 
 def score_episodes(episodes: Sequence[dict], instances: Mapping[str, object], judge: Judge,
-                   matcher: Optional[CodeMatcher | Any], *, gold: bool, batch_size: int,
+                   matcher: Optional[CodeMatcher | ServiceCallMatcher], *, gold: bool, batch_size: int,
                    on_done: Callable[[list[dict]], None], progress: Callable[..., None] = lambda n, **counts: None,
-                   coverage: Any = None) -> None:
+                   coverage: Optional[CoverageInformativeness] = None) -> None:
     """Rate each episode's description against the gold one and code-match it (`matcher` None: no code
     match). With `gold`, also the reference rows: code match from the gold description on the same
     observed examples, and, where the matcher has that row (web service calls), from no documentation at

@@ -5,12 +5,15 @@ same tokens whatever the split across workers (`aac.rollout.driver.turn_seed`)."
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
 from aac.rollout.driver import EpisodeSpec, SamplingSpec
-from aac.rollout.workers import RolloutBatch
+from aac.rollout.workers import RolloutBatch, RolloutWorker
+
+if TYPE_CHECKING:
+    from aac.placement import Placed
 
 
 def episode_specs(groups: list[list[Instance]]) -> list[EpisodeSpec]:
@@ -22,14 +25,14 @@ def episode_specs(groups: list[list[Instance]]) -> list[EpisodeSpec]:
 class LaunchedStep:
     """A step's rollout sent to the workers (Ray runs it meanwhile; in-process it ran at launch)."""
 
-    def __init__(self, workers: list[Any], futures: list[Any]):
+    def __init__(self, workers: list[Placed[RolloutWorker]], futures: list[object]):
         self.workers, self.futures = workers, futures
 
     def result(self) -> RolloutBatch:
         return RolloutBatch.merge(self.workers[0].gather(self.futures))
 
 
-def launch_step(workers: list[Any], groups: list[list[Instance]], *, adapter: Optional[str], seed: int,
+def launch_step(workers: list[Placed[RolloutWorker]], groups: list[list[Instance]], *, adapter: Optional[str], seed: int,
                 sampling: Optional[SamplingSpec] = None, protocol: Optional[ProtocolConfig] = None) -> LaunchedStep:
     """Send `groups` to `workers` (placed pieces, run side by side) to be played and scored.
     `sampling` and `protocol` replace the workers' training ones (held-out evaluation)."""
@@ -39,6 +42,6 @@ def launch_step(workers: list[Any], groups: list[list[Instance]], *, adapter: Op
                                            protocol=protocol) for w, share in zip(workers, shares) if share])
 
 
-def play_step(workers: list[Any], groups: list[list[Instance]], **kwargs: Any) -> RolloutBatch:
+def play_step(workers: list[Placed[RolloutWorker]], groups: list[list[Instance]], **kwargs: Any) -> RolloutBatch:
     """`launch_step`, waited for: one merged batch."""
     return launch_step(workers, groups, **kwargs).result()

@@ -1,5 +1,5 @@
 """What the critic is asked about each played turn: one rule for `aac.train`'s rollout workers and
-the SkyRL adapter (aac/rollout/skyrl_reward.py), so both score the same questions.
+the SkyRL adapter (aac/skyrl/reward_env.py), so both score the same questions.
 
 A turn here is anything with `step` (its `StepRecord`), `hypothesis` and `observations` (what the
 actor had seen when it wrote it), such as the driver's `PlayedTurn` (`TurnLike`).

@@ -100,13 +100,13 @@ class CoderTask:
     source: str = ""  # the black box's code: what a web service call runs against
 
 
-def score_code(code: str, test_examples: Sequence[tuple[str, Any]], pool: SandboxPool, *, timeout_s: float,
+def score_code(code: str, test_examples: Sequence[tuple[str, object]], pool: SandboxPool, *, timeout_s: float,
                spread_list: bool = True) -> CodeMatch:
     """Run `code` (defining `test_func`) on every test input in the sandbox pool."""
     return score_codes([code], [test_examples], pool, timeout_s=timeout_s, spread_list=spread_list)[0]
 
 
-def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, Any]]], pool: SandboxPool, *,
+def score_codes(codes: Sequence[str], tests: Sequence[Sequence[tuple[str, object]]], pool: SandboxPool, *,
                 timeout_s: float, spread_list: bool = True) -> list[CodeMatch]:
     """`score_code` for many (code, test_examples) pairs with one batch of sandbox calls."""
     from aac.sandbox.values import outputs_match

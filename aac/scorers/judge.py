@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from aac.engines.base import GenRequest
+from aac.engines.base import Engine, GenRequest
 from aac.env.prompts import strip_think
 from aac.scorers.lm import Completer, EngineCompleter, EngineFailure
 
@@ -96,7 +95,7 @@ class Judge:
 class LogprobJudge:
     """`Judge` by next-token log-probs: the same interface, one forward pass per item."""
 
-    def __init__(self, engine: Any, adapter: str | None = None, subject: str = "function"):
+    def __init__(self, engine: Engine, adapter: str | None = None, subject: str = "function"):
         self.engine = engine
         self.adapter = adapter
         self.subject = subject
@@ -118,7 +117,7 @@ class LogprobJudge:
         return out
 
 
-def make_judge(engine: Any, scoring: str, max_tokens: int, adapter: str | None = None,
+def make_judge(engine: Engine, scoring: str, max_tokens: int, adapter: str | None = None,
                subject: str = "function") -> Judge | LogprobJudge:
     """The eval judge for `eval.judge_scoring` (generate | logprob) on `engine`; `subject`: the domain's."""
     if scoring == "logprob":

@@ -1,5 +1,5 @@
 """AAC under SkyRL's trainer (`python -m aac.skyrl +recipe=NAME`): SkyRL's generator drives the env
-"aac-pau-critic" (aac/rollout/skyrl_reward.py, our privileged critic and reward schedule) and SkyRL's
+"aac-pau-critic" (aac/skyrl/reward_env.py, our privileged critic and reward schedule) and SkyRL's
 PPO trainer (FSDP, optionally fully async) updates the LoRA actor with our per-turn credit.
 
 - translate.py: our composed config -> SkyRL's config overrides (pure: no SkyRL needed)

@@ -2,7 +2,7 @@
 
 The env pays online: a judged plan's reward comes with the next step (its judgment reads the call it
 led to), and `aac_potential`'s timeout penalty lands on earlier turns at the end
-(aac/rollout/skyrl_reward.py). Only the sum is each step's own. SkyRL's generator keeps just the
+(aac/skyrl/reward_env.py). Only the sum is each step's own. SkyRL's generator keeps just the
 reward each step returned, so this subclass (through SkyRL's two hooks) hands the env a callable that
 receives the last step's metadata, and restamps every step row with `metadata["rewards"]`: exactly
 `episode_rewards`, the rewards `aac.train` gives the same episode. An episode SkyRL cuts off (the
@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Optional, Union
 
-from aac.rollout.skyrl_reward import ON_DONE
 from aac.skyrl._skyrl import SkyRLGymGenerator, StepWiseOutput
+from aac.skyrl.reward_env import ON_DONE
 from aac.skyrl.translate import ENV_CLASS, ENV_FIELD, POLICY_SERVERS
 
 if TYPE_CHECKING:

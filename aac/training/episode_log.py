@@ -88,16 +88,15 @@ class EpisodeLog:
         self.last: list[dict] = []  # the records of the last step written
 
     @classmethod
-    def for_run(cls, out_dir: Path, cfg: TrainConfig, instances: list[Instance]) -> EpisodeLog:
-        """The log of a training run: `logging.episodes_per_step` kept a step, the run's protocol and seed."""
+    def for_run(cls, out_dir: Path, cfg: TrainConfig, instances: list[Instance], resumed_at: int) -> EpisodeLog:
+        """The log of a training run: `logging.episodes_per_step` kept a step, the run's protocol and seed. A run
+        (re)started at step `resumed_at` plays the steps after it again: their files go."""
         from aac.assembly import training_protocol
 
-        return cls(out_dir, keep=cfg.logging.episodes_per_step, table_every=cfg.logging.table_every, seed=cfg.seed,
-                   protocol=training_protocol(cfg.env), instances=instances, stop_threshold=cfg.rewards.stop_threshold)
-
-    def resume(self, step: int) -> None:
-        """A run resumed at `step` plays the steps after it again: their files go."""
-        episode_files.drop_after(self.root, step)
+        run = cls(out_dir, keep=cfg.logging.episodes_per_step, table_every=cfg.logging.table_every, seed=cfg.seed,
+                  protocol=training_protocol(cfg.env), instances=instances, stop_threshold=cfg.rewards.stop_threshold)
+        episode_files.drop_after(run.root, resumed_at)
+        return run
 
     def write(self, step: int, batch: RolloutBatch, advantages: list[list[float]]) -> list[dict]:
         """Keep step `step`'s sample of `batch`'s episodes (with their per-turn advantages)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from aac.metrics import timed
 
 if TYPE_CHECKING:
     from aac.assembly import Run
+    from aac.engines import Engine
     from aac.rollout.workers import RolloutBatch
 
 ACTOR = "actor"  # the engine's name for the trained adapter
@@ -64,7 +65,7 @@ def check_served(batch: RolloutBatch, expected: int) -> None:
                         "loaded: the engine is serving a stale adapter")
 
 
-def _replicas(engine: Any) -> list[tuple[str, Any]]:
+def _replicas(engine: Engine) -> list[tuple[str, Engine]]:
     """The engine's replicas, each with the name an error gives it."""
     replicas = engine.replicas()
     return [(f"engine replica {i}" if len(replicas) > 1 else "engine", r) for i, r in enumerate(replicas)]

@@ -2,14 +2,16 @@
 update → adapter sync (new version into the engine, checked on a probe) → log → checkpoint → eval.
 
 The pieces come from `aac.assembly.build_run`; what a step does with them is small named functions
-(`play_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed`."""
+(`play_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed` into a
+`time/*_s` metric: rollout, advantages (with the update's samples and the probe's turns), update,
+rollout_ahead_wait, sync, sync_check (the probe before the update included), metrics, eval."""
 
 from __future__ import annotations
 
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from omegaconf import OmegaConf
 
@@ -31,6 +33,10 @@ from aac.training.pipeline import RolloutAhead, lag_metrics
 from aac.training.state import LearnerStates, resume
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
+
+if TYPE_CHECKING:
+    from aac.assembly import LearnerHandle
+    from aac.engines import Engine
 
 log = logging.getLogger("aac.train")
 
@@ -64,8 +70,7 @@ class Trainer:
                                         check_sync=cfg.check_sync, tolerance=tolerance, keep=cfg.keep_adapters)
         self.supervised = Supervisor(self.pieces, cfg.max_actor_restarts, self._restore)
         self.held_out = HeldOutEval(cfg, self.pieces)
-        self.ckpt_root = out_dir / "checkpoints"
-        self.states = LearnerStates(out_dir / "learner")
+        self.ckpt_root, self.states = out_dir / "checkpoints", LearnerStates(out_dir / "learner")
         self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps)
         self.step, self.version, self.ahead.ready = resume(cfg, self.ckpt_root, self.learner, out_dir / "metrics.jsonl")
         # what a rebuilt piece restores: this version's learner state and adapter (version 0: the fresh
@@ -73,15 +78,16 @@ class Trainer:
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
                                           self.adapter_sync.sync(self.version)))
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
-        self.episode_log = EpisodeLog.for_run(out_dir, cfg, self.instances)
-        self.episode_log.resume(self.step)
+        self.episode_log = EpisodeLog.for_run(out_dir, cfg, self.instances, resumed_at=self.step)
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
+        assert self.pieces.actor is not None  # a training run's pieces
         return self.pieces.actor
 
     @property
-    def learner(self) -> Any:
+    def learner(self) -> LearnerHandle:
+        assert self.pieces.learner is not None
         return self.pieces.learner
 
     # ------------------------------------------------------------------ pieces of a step (hooks for experiments)
@@ -128,10 +134,10 @@ class Trainer:
             batch, served = (ahead.batch, ahead.served) if ahead else (
                 self.supervised("rollout", lambda: self.rollout(self.groups(self.step))), self.version)
         check_served(batch, served)
-        adv = self.advantages(batch)
-        samples = self.samples(batch, adv)
+        with timed(m, "time/advantages_s"):
+            adv = self.advantages(batch)
+            samples, probe = self.samples(batch, adv), probe_of(batch, self.cfg.sync_probe_tokens)
         self.episode_log.write(nxt, batch, adv)
-        probe = probe_of(batch, self.cfg.sync_probe_tokens)
         before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
         if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
             self.ahead.launch(nxt, self.version, lambda: self.launch(self.groups(nxt), step=nxt))
@@ -143,8 +149,9 @@ class Trainer:
         self.version += 1
         m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before)))
         m["faults/actor_restarts"], m["faults/retried_phases"] = self.supervised.restarts, self.supervised.retries - retries
-        m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
-        m.update(signal_metrics(batch, adv, self.step + 1))
+        with timed(m, "time/metrics_s"):
+            m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
+            m.update(signal_metrics(batch, adv, self.step + 1))
         m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
         m["rollout/tokens_per_s"] = batch.generated_tokens / max(m["time/rollout_s"], 1e-9)
         m["adapter_version"] = self.version
@@ -176,7 +183,8 @@ class Trainer:
                     raise SystemExit(f"aac: {e}; checkpoint of step {self.step} in {self.ckpt_root}") from None
                 self.step += 1
                 if cfg.eval_every and self.step % cfg.eval_every == 0:
-                    m.update(self.evaluate())
+                    with timed(m, "time/eval_s"):
+                        m.update(self.evaluate())
                 self.metrics.write(self.step, m)
                 self.episode_log.table(self.metrics.wandb, self.step)
                 log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "

@@ -1,7 +1,7 @@
 """AAC's rewards under SkyRL: the PAU env whose step rewards are the privileged critic's scores put
 through the schedule of `aac.train`, registered with `skyrl_gym` as "aac-pau-critic".
 
-    import aac.rollout.skyrl_reward  # registers the id
+    import aac.skyrl.reward_env  # registers the id (skyrl_gym only: no SkyRL trainer needed)
     env = skyrl_gym.make("aac-pau-critic", extras={"instance": row_or_instance}, env_config={
         "max_steps": 12,  # ProtocolConfig fields, as for "aac-pau"
         "critic": {"backend": "openai", "model": "qwen3-8b", "openai": {"base_url": "http://127.0.0.1:8000/v1"}},
@@ -9,10 +9,10 @@ through the schedule of `aac.train`, registered with `skyrl_gym` as "aac-pau-cri
     })
 
 Where it lives: the env room (aac/env/skyrl_env.py, "aac-pau", reward 0) sits below the critic and
-the rewards, so the env that scores turns lives here, beside `aac.train`'s rollout workers, which
-drive env + critic + rewards the same way. Both ask the critic the same questions
-(aac/rollout/judgments.py) and compute rewards with the same `aac.rewards.episode_rewards`: no copy
-of the schedule.
+the rewards, so the env that scores turns lives in the SkyRL room, above the build path: its critic is
+built by `aac.assembly.standalone_critic`, as a rollout worker's is by `aac.assembly`. It asks the critic
+the questions `aac.train`'s rollout workers ask (aac/rollout/judgments.py) and computes rewards with the
+same `aac.rewards.episode_rewards`: no copy of the schedule.
 
 env_config: the `ProtocolConfig` fields of "aac-pau", plus two of `aac.train`'s sections, composed
 over `TrainConfig`'s defaults with OmegaConf and checked by `aac.config.validate` as a run's are
@@ -20,8 +20,8 @@ over `TrainConfig`'s defaults with OmegaConf and checked by `aac.config.validate
 is a one-line ValueError naming it):
 - `critic` (`CriticConfig`): `backend=openai` scores through an OpenAI-compatible endpoint
   (`openai.base_url`; served name `openai.model` or `model`); `backend=vllm|hf` through an engine in
-  this process serving `model` (built by `aac.placement.EngineSet` with `TrainConfig`'s model and
-  rollout defaults); `kind=scripted` needs no engine. An LLM critic must name its backend: under
+  this process serving `model` (`aac.assembly.standalone_critic`: the process's own engines, with
+  `TrainConfig`'s model and rollout defaults); `kind=scripted` needs no engine. An LLM critic must name its backend: under
   SkyRL there is no aac actor engine to share. `critic: null`: no critic, every judgment is masked
   (docs/method.md §7.1 P5), so the rewards are the schedule's unjudged terms (length, parse, call,
   timeout).
@@ -61,7 +61,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnvStepOutput
 from skyrl_gym.envs.registration import register, registry
 
 from aac.env.observation import Observation
-from aac.env.protocol import Caller, StepRecord, sandbox_caller
+from aac.env.protocol import Caller, StepRecord
 from aac.env.skyrl_env import PAUTextEnv
 from aac.rewards.schedule import episode_rewards, masked_judgments
 from aac.rollout.judgments import reads_next_turn, score_each, turn_judgment
@@ -69,8 +69,6 @@ from aac.rollout.judgments import reads_next_turn, score_each, turn_judgment
 if TYPE_CHECKING:
     from aac.config import CriticConfig, RewardConfig
     from aac.critic import Critic
-    from aac.engines import Engine
-    from aac.placement import EngineSet
 
 ENV_ID = "aac-pau-critic"
 SECTIONS = ("critic", "rewards")
@@ -122,37 +120,30 @@ def _composed(sections: str, max_steps: int, domain: str) -> tuple[Optional[Crit
 
 
 _CRITICS: dict[str, Critic] = {}
-_ENGINES: list[EngineSet] = []  # the process's one EngineSet, once an LLM critic needs an engine
 _LOCK = threading.Lock()
 
 
-def _critic_engine(critic: CriticConfig) -> Optional[Engine]:
-    from aac.config import ModelConfig, RolloutConfig
-    from aac.placement import EngineSet, critic_engine
-
+def _check_critic(critic: CriticConfig) -> None:
+    """An LLM critic names its backend and model: there is no actor engine of ours to share."""
     if critic.kind == "scripted":
-        return None
+        return
     if critic.backend is None:
         raise ValueError(f"{ENV_ID}: critic.backend must be set (openai: an endpoint; vllm or hf: an engine in "
                          "this process): under SkyRL there is no aac actor engine to share")
     if not (critic.model or (critic.backend == "openai" and critic.openai.model)):
         raise ValueError(f"{ENV_ID}: critic.model must name the critic's model"
                          + (" (or critic.openai.model its served name)" if critic.backend == "openai" else ""))
-    if not _ENGINES:
-        _ENGINES.append(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False))
-    return critic_engine(_ENGINES[0], critic)
 
 
 def shared_critic(critic: CriticConfig, stop_threshold: float, spread_list: bool) -> Critic:
-    """The process's critic for these sections, built on first use (`aac.critic.make_critic`, as a
-    rollout worker builds its own); coverage runs calls in the process's shared sandbox pool."""
-    from aac.critic import make_critic
+    """The process's critic for these sections, built on first use by `aac.assembly.standalone_critic`."""
+    from aac.assembly import standalone_critic
 
+    _check_critic(critic)
     key = repr((critic, stop_threshold, spread_list))
     with _LOCK:
         if key not in _CRITICS:
-            _CRITICS[key] = make_critic(_critic_engine(critic), critic, stop_threshold=stop_threshold,
-                                        caller=sandbox_caller(None, spread_list=spread_list))
+            _CRITICS[key] = standalone_critic(critic, stop_threshold=stop_threshold, spread_list=spread_list)
         return _CRITICS[key]
 
 
@@ -206,4 +197,4 @@ class CriticRewardEnv(PAUTextEnv):
 
 
 if ENV_ID not in registry:
-    register(id=ENV_ID, entry_point="aac.rollout.skyrl_reward:CriticRewardEnv")
+    register(id=ENV_ID, entry_point="aac.skyrl.reward_env:CriticRewardEnv")
