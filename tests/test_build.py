@@ -409,7 +409,7 @@ def test_generic_jsonl_source(tmp_path, sandbox):
     write_generic(src)
     instances, summary = build(f"jsonl:{src}")
     assert summary.rows_in == 5 and summary.rows_kept == 3
-    assert summary.dropped == {"unsafe import": 1, "malformed row": 1}
+    assert summary.dropped == {"unsafe import": 1, "malformed row: 'code' is not a str": 1}  # the field named
     by_id = {i.uid: i for i in instances}
     assert by_id["g/0"].description == "Clamp x into [lo, hi]." and "Clip x" not in by_id["g/0"].code
     assert by_id["g/2"].description == ""  # no inputs and no description: seeds came from the annotations

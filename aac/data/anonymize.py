@@ -89,7 +89,7 @@ def anonymize(code: str, entry_point: str) -> Anonymized:
     a.posonlyargs, a.args, a.defaults = [], positional, []
     # only the code the entry reaches stays (before renaming: helpers are numbered densely)
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    body = [s for s in tree.body if s is not entry and not _is_dropped_toplevel(s, defined)]
+    body = [s for s in tree.body if s is not entry and not is_demo_code(s, defined)]
     tree.body = keep_reachable(body + [entry], {entry_point})
     unreached = [s for s in body if s not in tree.body and not isinstance(s, ast.Import | ast.ImportFrom)]
 
@@ -271,7 +271,7 @@ class _Rename(ast.NodeTransformer):
     visit_Nonlocal = visit_Global
 
 
-def _is_dropped_toplevel(stmt: ast.stmt, defined: set[str]) -> bool:
+def is_demo_code(stmt: ast.stmt, defined: set[str]) -> bool:
     """Top-level expressions (prints, stray calls), `if __name__ == ...` blocks and statements
     that call the module's own functions (`result = f(x)`, `if f(s): print(...)`) are demo code:
     kept, they would run before `test_func` (which goes last) is defined."""

@@ -1,10 +1,17 @@
-"""The PAU builder's command line (the builder: aac/data/pau.py; built-in sets: aac/data/builtin.py).
+"""The data builder's command line (the builders: aac/data/pau.py; the sources reference: docs/sources.md).
 
     python -m aac.data.build --source humaneval --out he.jsonl [--limit N] [--seed S]
     python -m aac.data.build --source mbpp:PATH/sanitized-mbpp.json --out mbpp.jsonl
     python -m aac.data.build --source cruxeval:PATH/cruxeval.jsonl --out crux.jsonl
     python -m aac.data.build --source jsonl:PATH --out mine.jsonl  # {code, entry_point, inputs?, description?}
+    python -m aac.data.build --source module:PKG[.SUB] --out DIR   # DIR/train.jsonl, DIR/test.jsonl
+    python -m aac.data.build --source openapi:SPEC --out svc.jsonl [--scaffold DIR]  # a web-domain service
+    python -m aac.data.build --source web:DIR --out DIR2           # from service files (aac/data/web.py)
     python -m aac.data.build --verify FILE.jsonl                    # re-run every stored example
+
+`--out DIR` (a path without a .jsonl/.parquet suffix) splits the rows by task id (seeded by --seed;
+--test-fraction of them, at least one, go to test.jsonl); `--out FILE` writes them all, for
+`env.split=all`. A build that keeps no row writes nothing and fails.
 """
 
 from __future__ import annotations
@@ -17,14 +24,77 @@ from pathlib import Path
 
 from aac.data.pau import BuildConfig, build, verify
 from aac.data.sources import SourceError
-from aac.data.summary import write_built
+from aac.data.splits import TEST_FRACTION, split_instances
+from aac.data.summary import BuildSummary, write_built
+from aac.env.instance import Instance
+from aac.env.rows import write_instances
+
+FILE_SUFFIXES = (".jsonl", ".parquet")
+
+
+def rows_from_source(spec: str, *, limit: int | None = None, sample: int | None = None, seed: int = 0,
+                     scaffold: str | None = None) -> tuple[list[Instance], BuildSummary]:
+    """The rows one `--source` spec builds (as Instances: `aac.env.rows.to_row` gives the written
+    dicts) and the build's summary (what was dropped, by reason). `module:PKG.func` builds one
+    function, `openapi:SPEC` one web-domain service (`scaffold`: a folder for its service file),
+    `web:DIR` one per service file; docs/sources.md lists every spec. SourceError or ValueError
+    (one line) for a spec that names nothing."""
+    kind = spec.partition(":")[0]
+    if scaffold is not None and kind != "openapi":
+        raise SourceError(f"--scaffold writes the service of an openapi: source, not of {kind}:")
+    if kind in ("openapi", "web"):
+        if sample is not None:
+            raise SourceError(f"--sample applies to function sources, not to {kind}:")
+        if kind == "web":
+            from aac.data.web import build_folder
+
+            return build_folder(spec.removeprefix("web:"), limit=limit)
+        from aac.data import openapi
+
+        return openapi.build(spec.removeprefix("openapi:"), scaffold=scaffold, limit=limit)
+    return build(spec, limit=limit, sample=sample, cfg=BuildConfig(seed=seed))
+
+
+def write_rows(out: str, instances: list[Instance], summary: BuildSummary, *, seed: int = 0,
+               test_fraction: float = TEST_FRACTION) -> None:
+    """Write a build's rows to `out`: one file (.jsonl/.parquet), or a folder with train.jsonl and
+    test.jsonl split by task id. SourceError, writing nothing, when no row was kept or too few to split."""
+    if not instances:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in summary.dropped.most_common(3))
+        print(summary.text())
+        raise SourceError(f"{summary.source}: kept no row of {summary.rows_in} read"
+                          + (f" (dropped: {reasons}; see docs/sources.md)" if reasons else "") + "; nothing written")
+    if Path(out).suffix.lower() in FILE_SUFFIXES:
+        write_built(out, instances, summary.text())
+        return
+    splits = split_instances(instances, seed, test_fraction)
+    if not splits["train"]:
+        raise SourceError(f"{out}: {len(instances)} row(s) kept, too few to split into train and test; "
+                          "write --out FILE.jsonl and train with env.split=all, or build from more functions")
+    for split, rows in splits.items():
+        write_instances(Path(out) / f"{split}.jsonl", rows)
+    print(summary.text())
+    print(f"wrote {len(splits['train'])} train and {len(splits['test'])} test rows to {out}/")
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: a fraction between 0 and 1 (exclusive)")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m aac.data.build", description=__doc__.split("\n\n")[0])
-    p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH")
-    p.add_argument("--out", help="output .jsonl or .parquet (PAU schema + task_id, source)")
-    p.add_argument("--limit", type=int, help="read only the first N source rows")
+    p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH | "
+                                    "module:PKG[.SUB][.func] | openapi:SPEC_OR_FOLDER | web:FOLDER")
+    p.add_argument("--out", help="a folder (train.jsonl + test.jsonl) or one .jsonl/.parquet file "
+                                 "(PAU schema + task_id, source, domain)")
+    p.add_argument("--test-fraction", type=_fraction, default=TEST_FRACTION,
+                   help=f"share of the rows --out DIR puts in test.jsonl (default {TEST_FRACTION})")
+    p.add_argument("--scaffold", metavar="DIR", help="openapi: also write the generated service file(s) here, "
+                                                     "to edit and build again with --source web:DIR")
+    p.add_argument("--limit", type=int, help="read only the first N source rows (web, openapi: service files)")
     p.add_argument("--sample", type=int, help="build a seeded random sample of N of the source's functions")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--summary-json", help="also write the summary here")
@@ -43,17 +113,18 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--source and --out are required (or --verify FILE)")
         if a.limit is not None and a.limit < 1:
             p.error("--limit must be >= 1")
-        if Path(a.out).suffix.lower() not in (".jsonl", ".parquet"):
-            p.error(f"--out {a.out}: use a .jsonl or .parquet file")
+        if Path(a.out).suffix and Path(a.out).suffix.lower() not in FILE_SUFFIXES:
+            p.error(f"--out {a.out}: use a folder, or a .jsonl or .parquet file")
         describe = None
         if a.describe_with:
             from aac.data.describe import make_describer
 
             describe = make_describer(a.describe_with)
-        instances, summary = build(a.source, limit=a.limit, sample=a.sample, cfg=BuildConfig(seed=a.seed))
-        if describe is not None:
+        instances, summary = rows_from_source(a.source, limit=a.limit, sample=a.sample, seed=a.seed,
+                                              scaffold=a.scaffold)
+        if describe is not None and instances:
             instances = describe(instances)
-        write_built(a.out, instances, summary.text())
+        write_rows(a.out, instances, summary, seed=a.seed, test_fraction=a.test_fraction)
         if a.summary_json:
             record = {**summary.as_dict(), "limit": a.limit, "sample": a.sample, "config": asdict(BuildConfig(seed=a.seed))}
             Path(a.summary_json).write_text(json.dumps(record, indent=1))

@@ -19,14 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from aac.data.anonymize import parse_quietly
+from aac.data.modules import ModuleFunction, ModuleSourceError, module_functions
 
-SOURCES = ("humaneval", "mbpp", "mbpp_train", "mbpp_test", "cruxeval", "codealpaca", "jsonl")
+SOURCES = ("humaneval", "mbpp", "mbpp_train", "mbpp_test", "cruxeval", "codealpaca", "jsonl", "module")
 MBPP_TEST_IDS = range(11, 511)  # MBPP's README: 11-510 evaluate, 1-10 prompt, the rest train/validate
 MAX_DESCRIPTION_WORDS = 75  # the PAU gold descriptions are short (≤ ~100 tokens)
 
 
 class SourceError(ValueError):
     """A source spec or file the builder cannot read (one line)."""
+
+
+def malformed(row: dict, fields: dict[str, type]) -> str | None:
+    """The reason a source row is malformed, naming its first missing or ill-typed field; None when it is not."""
+    for name, kind in fields.items():
+        if row.get(name) is None:
+            return f"malformed row: no {name!r}"
+        if not isinstance(row[name], kind):
+            return f"malformed row: {name!r} is not a {kind.__name__}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -49,10 +60,11 @@ class RawTask:
 
 def parse_source_spec(spec: str) -> tuple[str, Path | None]:
     """`humaneval`, `humaneval:PATH`, `mbpp[_train|_test]:PATH`, `cruxeval:PATH`, `codealpaca:PATH`
-    (a file or a folder of them), `jsonl:PATH` -> (name, path)."""
+    (a file or a folder of them), `jsonl:PATH` -> (name, path). (`module:PKG` names no file: read_tasks.)"""
     name, _, path = spec.partition(":")
     if name not in SOURCES:
-        raise SourceError(f"unknown source {name!r} (use one of: {', '.join(SOURCES)}, as NAME or NAME:PATH)")
+        raise SourceError(f"unknown source {name!r} (use one of: {', '.join(SOURCES)}, openapi, web; "
+                          "as NAME or NAME:PATH)")
     if not path and name != "humaneval":
         raise SourceError(f"source {name!r} needs a file: --source {name}:PATH")
     folder_ok = name == "codealpaca" and Path(path).expanduser().is_dir()
@@ -63,6 +75,9 @@ def parse_source_spec(spec: str) -> tuple[str, Path | None]:
 
 def read_tasks(spec: str) -> Iterator[RawTask | tuple[str, str]]:
     """The source's tasks in file order; a row that cannot be read yields (task_id, reason)."""
+    if spec.startswith("module:"):
+        yield from _module(spec.removeprefix("module:"))
+        return
     name, path = parse_source_spec(spec)
     if name.startswith("mbpp_"):
         keep = (lambda i: i in MBPP_TEST_IDS) if name == "mbpp_test" else (lambda i: i not in MBPP_TEST_IDS)
@@ -78,21 +93,37 @@ def read_tasks(spec: str) -> Iterator[RawTask | tuple[str, str]]:
 def _records(path: Path) -> list[dict]:
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            text = f.read()
+        with opener(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = data.count(b"\n", 0, e.start) + 1, e.start - data.rfind(b"\n", 0, e.start)
+        raise SourceError(f"{path}:{line}: not UTF-8 (byte 0x{data[e.start]:02x} at column {column}); "
+                          "save the file as UTF-8") from None
     stripped = text.lstrip()
     try:
         if stripped.startswith("["):
             rows = json.loads(text)
         else:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            rows = []
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    rows.append(_json_line(line, path, n))
     except json.JSONDecodeError as e:
-        raise SourceError(f"{path}: not JSON or JSON lines ({e.msg}, line {e.lineno})") from None
+        raise SourceError(f"{path}:{e.lineno}: not JSON or JSON lines ({e.msg})") from None
     if not all(isinstance(r, dict) for r in rows):
         raise SourceError(f"{path}: expected JSON objects, one per row")
     return rows
+
+
+def _json_line(line: str, path: Path, n: int):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise SourceError(f"{path}:{n}: not a JSON line ({e.msg} at column {e.colno})") from None
 
 
 def shared_sources() -> Path:
@@ -120,9 +151,8 @@ def humaneval_package_file() -> Path:
 def _humaneval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
     for row in _records(path or humaneval_package_file()):
         task_id, entry = row.get("task_id", "?"), row.get("entry_point")
-        if not all(isinstance(row.get(k), str) for k in ("prompt", "canonical_solution", "test",
-                                                         "entry_point")):
-            yield task_id, "malformed row"
+        if bad := malformed(row, dict.fromkeys(("prompt", "canonical_solution", "test", "entry_point"), str)):
+            yield task_id, bad
             continue
         docstring = _docstring(row["prompt"], entry)
         seeds = literal_calls(row["test"], "candidate") + doctest_calls(docstring or "", entry)
@@ -139,8 +169,8 @@ def _mbpp(path: Path | None, keep=lambda task_id: True) -> Iterator[RawTask | tu
         task_id = f"mbpp/{row.get('task_id', '?')}"
         code, tests = row.get("code"), row.get("test_list")
         text = row.get("prompt") or row.get("text")
-        if not isinstance(code, str) or not isinstance(tests, list) or not isinstance(text, str):
-            yield task_id, "malformed row"
+        if bad := malformed({**row, "text": text}, {"code": str, "test_list": list, "text": str}):
+            yield task_id, bad
             continue
         entry = _called_def(code, tests)
         if entry is None:
@@ -155,8 +185,8 @@ def _cruxeval(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
     for row in _records(path):
         task_id = f"cruxeval/{row.get('id', '?')}"
         code, given = row.get("code"), row.get("input")
-        if not isinstance(code, str) or not isinstance(given, str):
-            yield task_id, "malformed row"
+        if bad := malformed(row, {"code": str, "input": str}):
+            yield task_id, bad
             continue
         # CRUXEval has no task text; the description stays empty (see build.py's module docstring)
         yield RawTask(task_id, "cruxeval", code, "f", literal_calls(f"f({given})", "f"), "")
@@ -172,8 +202,8 @@ def _codealpaca(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
         for n, row in enumerate(_records(file)):
             task_id = f"codealpaca/{file.stem}/{n}"
             text, given, output = row.get("instruction"), row.get("input") or "", row.get("output")
-            if not isinstance(text, str) or not isinstance(output, str) or not isinstance(given, str):
-                yield task_id, "malformed row"
+            if bad := malformed({**row, "input": given}, {"instruction": str, "input": str, "output": str}):
+                yield task_id, bad
                 continue
             code = python_block(output)
             entry = code and demo_entry(code)
@@ -193,8 +223,8 @@ def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
     for n, row in enumerate(_records(path)):
         task_id = str(row.get("task_id") or f"{path.stem}/{n}")
         code, entry, inputs = row.get("code"), row.get("entry_point"), row.get("inputs") or []
-        if not isinstance(code, str) or not isinstance(entry, str) or not isinstance(inputs, list):
-            yield task_id, "malformed row"
+        if bad := malformed({**row, "inputs": inputs}, {"code": str, "entry_point": str, "inputs": list}):
+            yield task_id, bad
             continue
         seeds = []
         for s in inputs:
@@ -205,6 +235,23 @@ def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
         description = row.get("description")
         yield RawTask(task_id, "jsonl", code, entry, seeds,
                       clean_description(description, entry) if isinstance(description, str) else "")
+
+
+def _module(target: str) -> Iterator[RawTask | tuple[str, str]]:
+    """The functions of an importable package or module (aac/data/modules.py): the code each reaches
+    as the black box, its doctest calls as seeds, its docstring as the description."""
+    if not target:
+        raise SourceError("source 'module' needs a name: --source module:PKG[.SUB][.func]")
+    try:
+        for item in module_functions(target):
+            if not isinstance(item, ModuleFunction):
+                yield item
+                continue
+            doc = item.docstring
+            yield RawTask(item.task_id, "module", item.code, item.name, doctest_calls(doc, item.name),
+                          clean_description(doc, item.name, rename=False))
+    except ModuleSourceError as e:
+        raise SourceError(str(e)) from None
 
 
 # ---------------------------------------------------------------- test inputs, by AST
@@ -370,8 +417,9 @@ _EXAMPLES_START = re.compile(r"^\s*(>>>|(for\s+)?examples?\b|e\.g\.|input\s*:|no
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
-def clean_description(text: str, entry: str) -> str:
-    """A short gold description: the text before any examples, the function named `test_func`.
+def clean_description(text: str, entry: str, rename: bool = True) -> str:
+    """A short gold description: the text before any examples, the function named `test_func`
+    (`rename`; a docstring's prose uses its name as a word: `discount` of "apply a discount").
 
     Drops doctests, `Example:`/`Input:`/`Note:` sections and lines that show a call of the function;
     keeps at most MAX_DESCRIPTION_WORDS words, cut at a sentence end where there is one.
@@ -382,7 +430,8 @@ def clean_description(text: str, entry: str) -> str:
             break
         kept.append(line)
     flat = " ".join(" ".join(kept).split())
-    flat = re.sub(rf"\b{re.escape(entry)}\b", "test_func", flat)
+    if rename:
+        flat = re.sub(rf"\b{re.escape(entry)}\b", "test_func", flat)
     words = flat.split(" ")
     if len(words) <= MAX_DESCRIPTION_WORDS:
         return flat

@@ -47,11 +47,14 @@ DOMAIN = get_domain("web")
 _FRAMEWORK_IMPORT = "aac.sandbox.web_service"  # the sources' import, for linting: the sandbox supplies the names
 
 
+USER_MAX_ROUTES = 20  # routes a user's service (web:DIR, openapi:SPEC) may have: the header lists them all
+
+
 @dataclass(frozen=True)
 class WebConfig:
     seed: int = 0
     min_routes: int = 2
-    max_routes: int = 6
+    max_routes: int = 6  # the built-in services'; a user's: USER_MAX_ROUTES
     min_intents: int = 2
     call_timeout_s: float = 5.0  # the first call of a sandbox child imports the clients
 
@@ -230,9 +233,11 @@ class WebSummary(BuildSummary):
                 f"{d['rows_at_full_route_coverage']}"]
 
 
-def build(files: Iterable[Path] | None = None, cfg: WebConfig = WebConfig()) -> tuple[list[Instance], WebSummary]:
+def build(files: Iterable[Path] | None = None, cfg: WebConfig = WebConfig(),
+          summary: WebSummary | None = None) -> tuple[list[Instance], WebSummary]:
+    """Rows of the service files (default: the built-in ones), counted into `summary` (default: a new one)."""
     start = time.monotonic()
-    summary = WebSummary()
+    summary = WebSummary() if summary is None else summary
     instances = []
     with SandboxPool(workers=1, preload=pool_preload(DOMAIN)) as pool:
         for path in service_files() if files is None else files:
@@ -252,6 +257,17 @@ def build(files: Iterable[Path] | None = None, cfg: WebConfig = WebConfig()) -> 
             summary.coverage[res.name] = len(res.covered) / len(res.routes)
     summary.seconds = time.monotonic() - start
     return instances, summary
+
+
+def build_folder(folder: str | Path, *, limit: int | None = None,
+                 summary: WebSummary | None = None) -> tuple[list[Instance], WebSummary]:
+    """Rows of a folder of service files (`--source web:DIR`: the built-in services' contract, e.g.
+    the scaffolds `--source openapi:SPEC --scaffold DIR` writes), up to USER_MAX_ROUTES routes each."""
+    files = service_files(Path(folder).expanduser())
+    if not files:
+        raise ValueError(f"{folder}: no service files (*.py) in this folder")
+    summary = WebSummary(source=f"web:{folder}") if summary is None else summary
+    return build(files[:limit], WebConfig(max_routes=USER_MAX_ROUTES), summary)
 
 
 def build_splits(cfg: WebConfig = WebConfig()) -> tuple[dict[str, list[Instance]], dict, str]:
