@@ -3,7 +3,7 @@
 Targets: `module:PKG.func` (one function of an importable package), `module:PKG` (its public functions),
 `openapi:SPEC` (one service made from an OpenAPI 3 spec), `jsonl:FILE` (PAU rows, e.g. a built
 `test.jsonl`, or the builder's `{code, entry_point, description?}` records). Each is turned into PAU rows
-by the data builder (`aac.data.pau.build`, the same rows training reads), written to OUT/rows/, and played
+by the data builder (`aac.data.build.rows_from_source`, the rows training reads), written to OUT/rows/, and played
 by `aac.eval`'s harness: the checkpoint's own model and protocol (read from its run,
 aac/eval/run_protocol.py), live in the sandbox, greedy; without a checkpoint the base model. The judge
 rates each description against the target's gold one (its docstring, the spec's text) where it has one.
@@ -55,7 +55,7 @@ def _pau_rows(path: Path) -> Optional[list[dict]]:
 
 def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
     """The PAU rows of `target` and their domain (a built service's rows are `web`)."""
-    from aac.data.pau import BuildConfig, build
+    from aac.data.build import rows_from_source
     from aac.data.sources import SourceError
     from aac.env.rows import to_row
 
@@ -73,7 +73,7 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
                 raise DescribeError(f"target={target}: rows of several domains ({', '.join(sorted(domains))})")
             return rows, domains.pop()
     try:
-        instances, summary = build(target, cfg=BuildConfig(seed=seed))
+        instances, summary = rows_from_source(target, seed=seed)
     except (SourceError, OSError) as e:
         raise DescribeError(f"target={target}: {e}") from None
     log.info("%s", summary.text().strip())
@@ -122,7 +122,8 @@ class Described:
     def markdown(self, model: str) -> str:
         ep, row = self.episode, self.row
         description = ep["description"] or "(no hypothesis formed)"
-        lines = [f"# {ep['uid']}", "", "```python", row["header"].strip(), "```", "",
+        fence = "```python" if row.get("domain") in (None, "", "pau") else "```"  # a service's header is no def
+        lines = [f"# {ep['uid']}", "", fence, row["header"].strip(), "```", "",
                  f"Played by {model}, {self.outcome()}.", "", "## Description", "", *_quote(description), ""]
         if row.get("description"):
             score = self.judge_score
@@ -216,8 +217,8 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
     played = [*given, f"eval.data={run_dir / ROWS}", f"eval.split={SPLIT}", f"env.domain={domain}",
               "eval.mode=interactive", f"eval.score={any(r.get('description') for r in rows)}"]
     cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(played[len(given):]))
-    report = evaluate(cfg, overrides=played)
-    return write_pages(run_dir, rows, report["run"]["name"])
+    run = evaluate(cfg, overrides=played)["run"]
+    return write_pages(run_dir, rows, f"`{run['model']}`" + (f" + `{run['checkpoint']}`" if run["checkpoint"] else ""))
 
 
 def task(cfg) -> None:

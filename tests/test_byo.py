@@ -19,6 +19,7 @@ ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": os.pathsep.join
 TINY = ["+recipe=tiny", "logging.progress=false"]
 TRAIN = [*TINY, "rollout.placement=local", "max_steps=1", "env.max_steps=3", "rollout.max_tokens_per_turn=8",
          "rollout.functions_per_step=1", "rollout.group_size=2", "env.limit=4"]
+FUNCTION = "fieldnotes.units.parse_size"
 PLAY = [*TINY, "eval.max_calls=1", "eval.max_tokens_per_turn=8", "eval.judge_max_tokens=8", "env.sandbox.workers=1"]
 
 
@@ -29,34 +30,35 @@ def ok(res) -> str:
 
 @pytest.fixture(scope="module")
 def guide(tmp_path_factory, run_module):
-    """The guide's commands in order; returns the folders they wrote."""
+    """The guide's commands in order (5 of the package's functions, 1 step); returns what they wrote."""
     d = tmp_path_factory.mktemp("byo")
     data, run = d / "data", d / "run"
-    out = ok(run_module("aac.data.build", "--source", "humaneval", "--limit", "6", "--out", str(data / "train.jsonl"),
-                        env=ENV, timeout=120))
-    shutil.copy(data / "train.jsonl", data / "test.jsonl")
+    built = ok(run_module("aac.data.build", "--source", "module:fieldnotes", "--limit", "5", "--out", str(data),
+                          env=ENV, timeout=120))
     ok(run_module("aac.train", *TRAIN, f"env.data={data}", f"out_dir={run}", env=ENV, timeout=120))
     ckpt = run / "checkpoints" / "step_000001"
-    ok(run_module("aac.eval", *PLAY, f"checkpoint={ckpt}", f"data={data}", "limit=2", "eval.code_match=false",
+    ok(run_module("aac.eval", *PLAY, f"checkpoint={ckpt}", f"data={data}", "eval.code_match=false",
                   f"out_dir={run / 'eval' / 'heldout'}", env=ENV, timeout=120))
-    described = ok(run_module("aac.describe", *PLAY, f"checkpoint={ckpt / 'adapter'}",
-                              f"target=jsonl:{data / 'test.jsonl'}", "limit=1", f"out_dir={d / 'described'}",
-                              env=ENV, timeout=120))
+    described = ok(run_module("aac.describe", *PLAY, f"checkpoint={ckpt / 'adapter'}", f"target=module:{FUNCTION}",
+                              f"out_dir={d / 'described'}", env=ENV, timeout=120))
     exported = ok(run_module("aac.export", f"checkpoint={ckpt}", f"out={d / 'exported'}", env=ENV, timeout=120))
-    return {"dir": d, "data": data, "run": run, "ckpt": ckpt, "build_out": out, "describe_out": described,
+    return {"dir": d, "data": data, "run": run, "ckpt": ckpt, "build_out": built, "describe_out": described,
             "export_out": exported}
 
 
 def test_guide_writes_what_it_says(guide):
     d = guide["dir"]
+    assert "wrote 4 train and 1 test rows" in guide["build_out"]
+    test_rows = [json.loads(line) for line in (guide["data"] / "test.jsonl").read_text().splitlines()]
     assert (guide["ckpt"] / "adapter" / "adapter_config.json").is_file()
     report = json.loads((guide["run"] / "eval" / "heldout" / "report.json").read_text())
-    assert report["n"] == 2 and report["run"]["checkpoint"].endswith("step_000001/adapter")
-    (page,) = [p for p in (d / "described").glob("*.md") if p.name not in ("index.md", "report.md")]
+    assert report["n"] == len(test_rows) == 1 and report["run"]["checkpoint"].endswith("step_000001/adapter")
+    page = d / "described" / f"{FUNCTION}.md"
     assert f"-> {page}" in guide["describe_out"]
     text = page.read_text()
     assert "## Description" in text and "Judge's score against the gold description" in text
-    assert "| input |" in text and "## Episode" in text
+    assert "Parse a size such as" in text  # the docstring: the gold description
+    assert "',)` | `1536` |" in text  # a call of the doctest's value, given at the start
     assert (d / "exported" / "adapter_model.safetensors").is_file() and "peft adapter" in guide["export_out"]
 
 
@@ -141,6 +143,16 @@ def test_export_refuses_in_one_line(random_step, tmp_path):
 
 
 # ---------------------------------------------------------------- describe
+
+
+def test_describe_reads_pau_rows_and_builds_services(guide):
+    from aac.describe import target_rows
+
+    test_file = guide["data"] / "test.jsonl"
+    rows, domain = target_rows(f"jsonl:{test_file}", 0)
+    assert domain == "pau" and rows == [json.loads(line) for line in test_file.read_text().splitlines()]
+    (service,), domain = target_rows(f"openapi:{EXAMPLES / 'openapi' / 'parcels.yaml'}", 0)
+    assert domain == "web" and service["task_id"] == "web/parcels" and "quote the price" in service["description"]
 
 
 def test_describe_pages_show_calls_results_and_hypotheses(guide):
