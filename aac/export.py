@@ -122,7 +122,7 @@ def example_prompts(prov: Provenance) -> list[str]:
         return [f"(the run's data {cfg.env.data} could not be read here to show them: {type(e).__name__}: {e})"]
     episode = Episode(inst, ProtocolConfig.from_env(cfg.env))
     first_input = inst.train_examples[0][0]
-    out = [f"On the run's first training function (`{inst.uid}`), greedy replies scripted here "
+    out = [f"On the run's first training function (`{inst.uid}`), with replies scripted here "
            f"(a plan, the first context example's input, a NO):", ""]
     for reply in ("I will call it with the first example's input.", None, "NO"):
         phase = episode.phase.value
@@ -155,9 +155,9 @@ def model_card(prov: Provenance, *, merged: bool, base: str) -> str:
         lines += [
             f"| recipe | `{prov.get('recipe_name')}` |",
             f"| steps | {prov.step if prov.step is not None else '?'} of {prov.get('max_steps') or 'epochs'} "
-            f"(group {prov.get('rollout.group_size')}, {prov.get('rollout.functions_per_step')} functions a step) |",
+            f"({prov.get('rollout.functions_per_step')} function(s) x group {prov.get('rollout.group_size')} a step) |",
             f"| data | `{prov.get('env.data')}` split `{prov.get('env.split')}`"
-            f"{f', first {limit} functions' if limit else ''}, domain `{prov.get('env.domain')}` |",
+            f"{f', at most {limit} functions' if limit else ''}, domain `{prov.get('env.domain')}` |",
             f"| critic | `{prov.get('critic.kind')}` |",
             f"| learner | LoRA r={prov.get('learner.lora_r')} alpha={prov.get('learner.lora_alpha')}, "
             f"lr {prov.get('learner.lr')}, seed {prov.get('seed')} |",

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # subprocesses that load the tiny model and the sandbox
+
 EXAMPLES = ROOT / "examples"
 ENV = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLES)])}
 TINY = ["+recipe=tiny", "logging.progress=false"]
@@ -115,7 +117,7 @@ def test_model_card_names_base_recipe_steps_data_eval_and_prompts(random_step, t
     card = (out / "README.md").read_text()
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "someone/tiny-base"
     assert "base_model: someone/tiny-base" in card and "| recipe | `tiny` |" in card
-    assert "| steps | 9 of 1 " in card and "| data | `" in card
+    assert "| steps | 9 of 1 (1 function(s) x group 2 a step) |" in card and ", at most 4 functions" in card
     assert "`aac.eval` " in card and "| `env.prompt_style` | `\"paper\"` |" in card  # the guide's eval, the protocol
     for phase in ("**reasoning**", "**input**", "**reflect**"):
         assert phase in card
