@@ -215,7 +215,9 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
     # the domain is the target's, whatever the checkpoint's run trained on (a run of functions on a service:
     # warned by the harness as a protocol it was not trained on)
     played = [*given, f"eval.data={run_dir / ROWS}", f"eval.split={SPLIT}", f"env.domain={domain}",
-              "eval.mode=interactive", f"eval.score={any(r.get('description') for r in rows)}"]
+              "eval.mode=interactive",
+              # the judge only where there is a gold description to rate against (eval.score=false: never)
+              f"eval.score={bool(cfg.eval.score) and any(r.get('description') for r in rows)}"]
     cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(played[len(given):]))
     run = evaluate(cfg, overrides=played)["run"]
     return write_pages(run_dir, rows, f"`{run['model']}`" + (f" + `{run['checkpoint']}`" if run["checkpoint"] else ""))

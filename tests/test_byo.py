@@ -194,3 +194,16 @@ def test_both_checkpoint_forms_resolve_to_the_adapter(guide):
     ckpt = guide["ckpt"]
     assert resolve_adapter(str(ckpt)) == resolve_adapter(str(ckpt / "adapter")) == ckpt / "adapter"
     assert resolve_adapter(str(guide["run"])) == guide["run"] / "checkpoints" / "step_000001" / "adapter"
+
+
+def test_describe_without_a_checkpoint_plays_the_base_model(guide, tmp_path):
+    from aac.config import compose
+    from aac.describe import describe
+
+    overrides = [*TINY, "eval.max_calls=1", "eval.max_tokens_per_turn=8", "eval.score=false",
+                 "env.sandbox.workers=1", f"describe.target=jsonl:{guide['data'] / 'test.jsonl'}", f"out_dir={tmp_path}"]
+    ((page, path),) = describe(compose(*overrides, config_name="describe_config"), overrides=overrides)
+    assert path.read_text().startswith(f"# {page.episode['uid']}")
+    assert "Played by `tiny_qwen3`, " in path.read_text() and page.episode["num_queries"] <= 1
+    assert page.score is None and "**not rated**" in path.read_text()  # eval.score=false: no judge
+    assert (tmp_path / "index.md").read_text().count("](") == 1
