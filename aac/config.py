@@ -709,6 +709,16 @@ class SFTConfig:
 
 
 @dataclass
+class DescribeConfig:
+    """`python -m aac.describe`: the actor (a checkpoint's, else the base model) on functions or services of
+    the user's own, one Markdown file per function (aac/describe.py)."""
+
+    # what to describe: module:PKG.func | module:PKG (its public functions) | openapi:SPEC (one service) |
+    # jsonl:FILE (PAU rows, or the builder's {code, entry_point} records); "" is refused
+    target: str = ""
+
+
+@dataclass
 class PreflightConfig:
     """`python -m aac.preflight`: a few real steps of a recipe, measured, and its full run projected."""
 
@@ -761,6 +771,7 @@ class TrainConfig:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
+    describe: DescribeConfig = field(default_factory=DescribeConfig)
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     ray: RayConfig = field(default_factory=RayConfig)

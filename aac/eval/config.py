@@ -13,9 +13,10 @@ ALIASES = {"mode": "eval.mode", "data": "eval.data", "split": "eval.split", "lim
            "protocol_from": "eval.protocol_from"}
 
 
-def rewrite_aliases(argv: list[str]) -> list[str]:
+def rewrite_aliases(argv: list[str], aliases: dict[str, str] = ALIASES) -> list[str]:
+    """`argv` with each `SHORT=VALUE` of `aliases` written as its full key (aac.describe has its own)."""
     out = []
     for arg in argv:
         key, sep, value = arg.partition("=")
-        out.append(f"{ALIASES[key]}={value}" if sep and key in ALIASES else arg)
+        out.append(f"{aliases[key]}={value}" if sep and key in aliases else arg)
     return out

@@ -1,0 +1,249 @@
+"""`python -m aac.describe [checkpoint=CKPT] target=...`: the actor documents functions or services of your own.
+
+Targets: `module:PKG.func` (one function of an importable package), `module:PKG` (its public functions),
+`openapi:SPEC` (one service made from an OpenAPI 3 spec), `jsonl:FILE` (PAU rows, e.g. a built
+`test.jsonl`, or the builder's `{code, entry_point, description?}` records). Each is turned into PAU rows
+by the data builder (`aac.data.build.rows_from_source`, the rows training reads), written to OUT/rows/, and played
+by `aac.eval`'s harness: the checkpoint's own model and protocol (read from its run,
+aac/eval/run_protocol.py), live in the sandbox, greedy; without a checkpoint the base model. The judge
+rates each description against the target's gold one (its docstring, the spec's text) where it has one.
+OUT (`out_dir`) then holds one `<function>.md` per function: the description concluded, the calls made
+with what came back, the hypothesis after each reflect, and the judge's score beside the gold
+description; `index.md` lists them. The harness's records (episodes.jsonl, scores.jsonl, report.md) stay
+beside them, so a rerun with the same out_dir resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from aac.cli import output_dir, run_hydra
+from aac.config import ConfigError, TrainConfig
+from aac.eval.config import ALIASES as EVAL_ALIASES
+from aac.eval.config import rewrite_aliases
+
+log = logging.getLogger("aac.describe")
+ALIASES = {**{k: v for k, v in EVAL_ALIASES.items() if k in ("checkpoint", "limit", "engine", "judge", "protocol_from")},
+           "target": "describe.target", "max_calls": "eval.max_calls"}
+KINDS = ("module", "openapi", "jsonl")
+ROWS = "rows"  # OUT/rows/<SPLIT>.jsonl: the target's PAU rows, read by the harness as a split of that folder
+SPLIT = "target"
+INDEX = "index.md"
+
+
+class DescribeError(ValueError):
+    """A target that cannot be described (unknown kind, nothing buildable in it); one line."""
+
+
+# ---------------------------------------------------------------- targets -> rows
+
+
+def _pau_rows(path: Path) -> Optional[list[dict]]:
+    """The rows of a JSONL file already in the PAU schema, or None (the builder's records)."""
+    from aac.env.instance import PAU_COLUMNS
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows if rows and all(isinstance(r, dict) and set(PAU_COLUMNS) <= r.keys() for r in rows) else None
+
+
+def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
+    """The PAU rows of `target` and their domain (a built service's rows are `web`)."""
+    from aac.data.build import rows_from_source
+    from aac.data.sources import SourceError
+    from aac.env.rows import to_row
+
+    kind, sep, spec = target.partition(":")
+    if not sep or kind not in KINDS or not spec:
+        raise DescribeError(f"target={target!r}: expected one of module:PKG.func, module:PKG, openapi:SPEC, jsonl:FILE")
+    if kind == "jsonl":
+        path = Path(spec).expanduser()
+        if not path.is_file():
+            raise DescribeError(f"target={target}: no such file")
+        rows = _pau_rows(path)
+        if rows is not None:
+            domains = {r.get("domain") or "pau" for r in rows}
+            if len(domains) > 1:
+                raise DescribeError(f"target={target}: rows of several domains ({', '.join(sorted(domains))})")
+            return rows, domains.pop()
+    try:
+        instances, summary = rows_from_source(target, seed=seed)
+    except (SourceError, OSError) as e:
+        raise DescribeError(f"target={target}: {e}") from None
+    log.info("%s", summary.text().strip())
+    if not instances:
+        raise DescribeError(f"target={target}: no function could be built ({summary.text().strip().splitlines()[-1]})")
+    rows = [to_row(inst) for inst in instances]
+    return rows, instances[0].domain
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+# ---------------------------------------------------------------- one Markdown file per function
+
+
+def file_name(uid: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", uid).strip("_.") + ".md"
+
+
+def _code(text: Any, limit: int = 300) -> str:
+    text = str(text)
+    text = text if len(text) <= limit else text[:limit] + " …"
+    return "`" + text.replace("`", "'").replace("\n", " ").replace("|", "\\|") + "`"
+
+
+@dataclass
+class Described:
+    """One function's episode, its score record (or None) and its row, as the Markdown file shows them."""
+
+    episode: dict
+    score: Optional[dict]
+    row: dict
+
+    @property
+    def judge_score(self) -> Optional[float]:
+        return (self.score or {}).get("judge", {}).get("score")
+
+    def outcome(self) -> str:
+        n = self.episode["num_queries"]
+        if self.episode["concluded"]:
+            return f"concluded after {n} call{'s' * (n != 1)}"
+        return f"not concluded: stopped by its budget after {n} call{'s' * (n != 1)}"
+
+    def markdown(self, model: str) -> str:
+        ep, row = self.episode, self.row
+        description = ep["description"] or "(no hypothesis formed)"
+        fence = "```python" if row.get("domain") in (None, "", "pau") else "```"  # a service's header is no def
+        lines = [f"# {ep['uid']}", "", fence, row["header"].strip(), "```", "",
+                 f"Played by {model}, {self.outcome()}.", "", "## Description", "", *_quote(description), ""]
+        if row.get("description"):
+            score = self.judge_score
+            rated = "not rated" if score is None else f"{score:g} / 5"
+            lines += [f"Judge's score against the gold description: **{rated}**", "", "Gold description:", "",
+                      *_quote(row["description"]), ""]
+        else:
+            lines += ["No gold description: not scored.", ""]
+        observations = ep["observations"]
+        given = len(observations) - ep["num_queries"]
+        lines += ["## Given at the start", "", "| input | result |", "|---|---|"]
+        lines += [f"| {_code(inp)} | {_result(out, err)} |" for inp, out, err in observations[:given]]
+        lines += ["", "## Episode", "", "| turn | phase | what the actor wrote | what came back |", "|---|---|---|---|"]
+        for step in ep["steps"]:
+            lines.append(f"| {step['index']} | {step['phase']} | {_turn_text(step)} | {_came_back(step)} |")
+        return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> list[str]:
+    return [f"> {line}" if line else ">" for line in str(text).splitlines()]
+
+
+def _result(output: Any, error: Optional[str]) -> str:
+    return f"raised {_code(error)}" if error else _code(output)
+
+
+def _turn_text(step: dict) -> str:
+    text = step.get("parsed") if step["phase"] == "input" else (step.get("prefill") or "") + step["response"]
+    return _code(text if text is not None else step["response"]) if (text or step["response"]) else "(empty)"
+
+
+def _came_back(step: dict) -> str:
+    """The call's result (input turns) or the hypothesis after the reflect (reflect turns)."""
+    if step["phase"] == "input":
+        call = step.get("call")
+        if call is None:
+            return "no call: the input could not be read"
+        return _result(call["output_repr"], call["error"])
+    if step["phase"] == "reflect":
+        if not step["parse_ok"]:
+            return "reply not understood: hypothesis kept"
+        decision = "YES, done" if step["decision"] else "NO, go on"
+        return f"{decision}; hypothesis: {_code(step['hypothesis'])}"
+    return ""
+
+
+def write_pages(run_dir: Path, rows: list[dict], model: str) -> list[tuple[Described, Path]]:
+    """One Markdown file per played function in `run_dir`, and `index.md`; returns what each file shows."""
+    from aac.env.instance import code_uid
+    from aac.eval import records
+
+    by_uid = {str(r.get("task_id") or code_uid(r["test_func_validated"])): r for r in rows}
+    scores = {s["uid"]: s for s in records.read_jsonl(run_dir / records.SCORES)} \
+        if (run_dir / records.SCORES).exists() else {}
+    pages = []
+    for ep in records.read_jsonl(run_dir / records.EPISODES):
+        if ep["uid"] not in by_uid:
+            continue
+        d = Described(ep, scores.get(ep["uid"]), by_uid[ep["uid"]])
+        path = run_dir / file_name(ep["uid"])
+        path.write_text(d.markdown(model), encoding="utf-8")
+        pages.append((d, path))
+    index = [f"# Described by {model}", "", "| function | outcome | judge score (1-5) | description |", "|---|---|---|---|"]
+    for d, path in pages:
+        score = "–" if d.judge_score is None else f"{d.judge_score:g}"
+        index.append(f"| [{d.episode['uid']}]({path.name}) | {d.outcome()} | {score} | "
+                     f"{_code(d.episode['description'] or '(none)', 160)} |")
+    (run_dir / INDEX).write_text("\n".join(index) + "\n", encoding="utf-8")
+    return pages
+
+
+# ---------------------------------------------------------------- the command
+
+
+def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> list[tuple[Described, Path]]:
+    """Build the target's rows, play and score them with `aac.eval`'s harness into out_dir, write the pages."""
+    from omegaconf import OmegaConf
+
+    from aac.eval.harness import evaluate
+    from aac.eval.run_protocol import hydra_overrides
+
+    target = cfg.describe.target
+    if not target:
+        raise DescribeError("target= is required: module:PKG.func, module:PKG, openapi:SPEC or jsonl:FILE")
+    run_dir = output_dir(cfg)
+    rows, domain = target_rows(target, cfg.seed)
+    write_rows(run_dir / ROWS / f"{SPLIT}.jsonl", rows)
+    given = list(hydra_overrides() if overrides is None else overrides)
+    # the domain is the target's, whatever the checkpoint's run trained on (a run of functions on a service:
+    # warned by the harness as a protocol it was not trained on)
+    played = [*given, f"eval.data={run_dir / ROWS}", f"eval.split={SPLIT}", f"env.domain={domain}",
+              "eval.mode=interactive",
+              # the judge only where there is a gold description to rate against (eval.score=false: never)
+              f"eval.score={bool(cfg.eval.score) and any(r.get('description') for r in rows)}"]
+    cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(played[len(given):]))
+    run = evaluate(cfg, overrides=played)["run"]
+    return write_pages(run_dir, rows, f"`{run['model']}`" + (f" + `{run['checkpoint']}`" if run["checkpoint"] else ""))
+
+
+def task(cfg) -> None:
+    from aac.env.instance import DatasetError
+    from aac.eval.harness import EvalError
+    from aac.eval.records import RunDirError
+    from aac.scorers.lm import EngineFailure
+
+    for noisy in ("httpx", "httpx2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        pages = describe(cfg)
+    except (DescribeError, ConfigError, DatasetError, RunDirError, EvalError, EngineFailure) as e:
+        raise SystemExit(f"aac.describe: {e}") from None
+    for d, path in pages:
+        score = "" if d.judge_score is None else f", judge {d.judge_score:g}/5"
+        print(f"{d.episode['uid']}: {d.outcome()}{score} -> {path}")
+
+
+def main() -> None:
+    sys.argv = [sys.argv[0], *rewrite_aliases(sys.argv[1:], ALIASES)]
+    run_hydra(task, "describe_config", default_recipe=None)
+
+
+if __name__ == "__main__":
+    main()
