@@ -12,6 +12,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.errors import UserError
 from aac.phase import PHASE_NAMES
 from aac.sandbox._isolate import MODES as ISOLATION_MODES
 
@@ -521,8 +522,10 @@ def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
     return out
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A bad key or value, reported as one line naming the key."""
+
+    what = "config error"
 
 
 def named_error(e: BaseException) -> Optional[ConfigError]:
@@ -576,6 +579,7 @@ def validate(cfg: Any) -> None:
         if bad:
             raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)}, each with non-empty strings")
     _validate_scale(cfg)
+    _validate_run(cfg)
     if cfg.rollout.lora_mode == "merged" and cfg.rollout.engine != "vllm":
         raise ConfigError(f"rollout.lora_mode=merged needs rollout.engine=vllm, got {cfg.rollout.engine}")
     ranges = (("critic.coverage_output_weight", 0.0, 1.0, True), ("rewards.stop_threshold", 0.0, 1.0, False),
@@ -621,6 +625,28 @@ def validate(cfg: Any) -> None:
         raise ConfigError("rewards.format_in_return=false: rewards.schedule=final pays no format penalty to credit")
     if cfg.rewards.schedule == "sym_info" and cfg.critic.mode != "symmetric":
         raise ConfigError("rewards.schedule=sym_info needs critic.mode=symmetric (use rewards=sym_info)")
+
+
+def _validate_run(cfg: Any) -> None:
+    """A run's length (`max_steps`: >= 1, or null for the epochs over the data: 0 is no sentinel), the run
+    `resume=PATH` names (it must exist; true resumes out_dir) and every timeout (a key ending in
+    `timeout_s`: > 0 seconds)."""
+    from omegaconf import OmegaConf
+
+    if cfg.max_steps is not None and cfg.max_steps < 1:
+        raise ConfigError(f"max_steps={cfg.max_steps!r} must be >= 1, or null for learner.epochs over the data")
+    resume = str(OmegaConf.select(cfg, "resume", default=False))
+    if resume.lower() not in ("true", "false", "none", "") and not Path(resume).expanduser().exists():
+        raise ConfigError(f"resume={resume}: no such run dir or checkpoint (resume=true goes on in out_dir)")
+
+    def walk(node: Any, prefix: str) -> None:
+        for key, value in node.items():
+            if OmegaConf.is_dict(value):
+                walk(value, f"{prefix}{key}.")
+            elif str(key).endswith("timeout_s") and value is not None and not value > 0:
+                raise ConfigError(f"{prefix}{key}={value!r} must be > 0 seconds")
+
+    walk(cfg, "")
 
 
 def _validate_scale(cfg: Any) -> None:

@@ -18,8 +18,10 @@ from pathlib import Path
 from aac.data.pau import BuildConfig, build, verify
 from aac.data.sources import SourceError
 from aac.data.summary import write_built
+from aac.errors import entry_point
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m aac.data.build", description=__doc__.split("\n\n")[0])
     p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH")

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from aac.errors import UserError
+
 EPISODES = "episodes.jsonl"
 SCORES = "scores.jsonl"
 RUN = "run.json"
@@ -23,8 +25,10 @@ PLOT = "score_distribution.png"
 TIMING = "timing.json"
 
 
-class RunDirError(ValueError):
+class RunDirError(UserError, ValueError):
     """A run directory that cannot be read or resumed."""
+
+    what = "bad run dir"
 
 
 def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:
