@@ -49,7 +49,7 @@ def entry_point(main: F) -> F:
     @functools.wraps(main)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if debug():
-            os.environ.setdefault("HYDRA_FULL_ERROR", "1")  # Hydra's traceback untrimmed, too
+            os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises, its traceback untrimmed
             return main(*args, **kwargs)
         try:
             return main(*args, **kwargs)

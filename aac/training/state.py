@@ -142,6 +142,8 @@ def restore_config(cfg: TrainConfig, point: ResumePoint, overrides: Optional[Seq
 
     path = point.run_dir / RUN_CONFIG
     if not path.is_file():
+        log.warning("resume: %s has no %s (a run from before it was saved): resuming with this command line's "
+                    "config; give the run's +recipe= and overrides again", point.run_dir, RUN_CONFIG)
         return cfg
     saved = OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.load(path))
     mine = OmegaConf.to_container(cfg, resolve=True)
