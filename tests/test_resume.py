@@ -77,6 +77,10 @@ def test_resume_true_restores_the_runs_own_recipe_and_continues_exactly(tmp_path
     with pytest.raises(SystemExit, match="rollout.group_size=3 differs"):
         entry_point(train)(_cfg(run, "resume=true", "rollout.group_size=3", f"max_steps={STEPS}"))
 
+    # resume=A_CHECKPOINT alone: that checkpoint, in its run dir (out_dir), the steps after it replayed exactly
+    _hydra_main(monkeypatch, f"resume={run / 'checkpoints' / f'step_{STEPS - 1:06d}'}")
+    assert _same(read(run / "metrics.jsonl")) == _same(read(reference / "metrics.jsonl"))
+
 
 def test_resume_with_no_run_there_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as e:
