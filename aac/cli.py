@@ -35,6 +35,8 @@ def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
         from aac.checkpoint import run_dir_of
 
         out.append(f"out_dir={run_dir_of(Path(resume))}")  # resume=RUN_DIR goes on in that run dir
+    if resuming:  # Hydra's copy of the run's config (.hydra/, what evals read) is the run's, not this command's
+        out.append("hydra.output_subdir=null")
     if default_recipe and not has_recipe and not resuming and not any(a in ("--help", "-h", "--hydra-help") for a in out):
         out.append(f"+recipe={default_recipe}")
     return out

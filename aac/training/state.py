@@ -168,9 +168,9 @@ def _show(value: Any) -> str:
 
 
 def save_config(cfg: TrainConfig, out_dir: Path, resumed: bool) -> None:
-    """RUN/config.yaml (resolved: a `${now:}` out_dir stays the run's); a resumed run under Hydra also
-    rewrites Hydra's copy (`.hydra/config.yaml`, which Hydra wrote from this start's command line), as
-    evaluations read the run's protocol from it (aac/eval/run_protocol.py)."""
+    """RUN/config.yaml (resolved: a `${now:}` out_dir stays the run's); a resumed run also brings Hydra's copy
+    up to date (`.hydra/config.yaml`, written at the run's first start; a resume's start writes none, see
+    aac/cli.py), as evaluations read the run's protocol from it (aac/eval/run_protocol.py)."""
     from omegaconf import OmegaConf
 
     text = OmegaConf.to_yaml(cfg, resolve=True)
