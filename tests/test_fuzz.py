@@ -19,7 +19,7 @@ from test_eval_runner import PAU_ROWS
 from aac.env.instance import PAU_COLUMNS, BadRowWarning, load_instances
 from aac.errors import UserError
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -114,7 +114,7 @@ numbers = st.one_of(st.integers(-10**12, 10**12), st.floats(allow_nan=True, allo
                     st.sampled_from([0, -1, 1, "1.5", "-0.0", "1e309", "nan", "inf", "-inf", "null", "'3'"]))
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=15)
 @given(data=st.data())
 def test_numeric_settings_compose_or_fail_in_one_line(numeric_keys, data):
     from aac.cli import compose_argv
