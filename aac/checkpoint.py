@@ -5,7 +5,11 @@ Layout of `OUT/checkpoints/step_000010/`:
   learner.pt     optimizer and scheduler state (and the adapter weights, for exact resume)
   trainer.json   step, adapter version, data-order position, config hash
   rng.pt         python / numpy / torch RNG states
+  manifest.json  every other file's size and sha256, written last
 `OUT/checkpoints/latest` names the newest complete one.
+
+A resume verifies a checkpoint against its manifest (`damage`) and falls back from a damaged newest one
+to the newest intact one (`newest_intact`); the one before the newest is always kept, so there is one.
 """
 
 from __future__ import annotations
@@ -21,12 +25,21 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import torch
 
+from aac.errors import UserError
+
 if TYPE_CHECKING:
     from aac.config import TrainConfig
     from aac.learner import LearnerLike
 
-DONE = "trainer.json"  # written last inside the temp dir: its presence marks a complete checkpoint
+DONE = "trainer.json"  # the trainer's state; a complete checkpoint from before manifests has it
+MANIFEST = "manifest.json"  # written last: {file: {"bytes": n, "sha256": hex}} of every other file
 AHEAD = "rollout_ahead.pt"
+
+
+class CheckpointDamaged(UserError):
+    """No intact checkpoint to resume from (files truncated, changed or missing); nothing was deleted."""
+
+    what = "damaged checkpoint"
 
 
 def config_hash(cfg: TrainConfig) -> str:
@@ -47,6 +60,73 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _files(ckpt: Path) -> list[Path]:
+    return sorted(f for f in ckpt.rglob("*") if f.is_file() and f.name != MANIFEST)
+
+
+def write_manifest(ckpt: Path) -> None:
+    """Record every file of `ckpt` (its size and sha256) in its manifest, the checkpoint's last file."""
+    entries = {f.relative_to(ckpt).as_posix(): {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in _files(ckpt)}
+    (ckpt / MANIFEST).write_text(json.dumps(entries, indent=1))
+
+
+def damage(ckpt: Path) -> Optional[str]:
+    """What is wrong with checkpoint `ckpt` ("learner.pt: 512 bytes, the manifest says 9133"), or None when
+    every file its manifest lists is there with its size and hash. A checkpoint written before manifests
+    counts as intact when its trainer.json reads."""
+    manifest = ckpt / MANIFEST
+    if not manifest.exists():
+        if not (ckpt / DONE).exists():
+            return f"incomplete (no {MANIFEST})"
+        try:
+            json.loads((ckpt / DONE).read_text())
+            return None
+        except (ValueError, OSError) as e:
+            return f"{DONE}: unreadable ({type(e).__name__})"
+    try:
+        entries = json.loads(manifest.read_text())
+    except (ValueError, OSError) as e:
+        return f"{MANIFEST}: unreadable ({type(e).__name__})"
+    for name, want in entries.items():
+        f = ckpt / name
+        if not f.is_file():
+            return f"{name}: missing"
+        size = f.stat().st_size
+        if size != want["bytes"]:
+            return f"{name}: {size} bytes, the manifest says {want['bytes']}"
+        if _sha256(f) != want["sha256"]:
+            return f"{name}: its sha256 differs from the manifest's"
+    return None
+
+
+def run_dir_of(path: Path) -> Path:
+    """The run dir of `path`: a run dir itself, or `RUN/checkpoints/step_N` (or RUN/checkpoints)."""
+    path = Path(path).expanduser()
+    if path.name.startswith("step_") and path.parent.name == "checkpoints":
+        return path.parent.parent
+    return path.parent if path.name == "checkpoints" else path
+
+
+def newest_intact(root: Path) -> tuple[Optional[Path], list[str]]:
+    """The newest intact checkpoint under `root` (None: none there, or none intact) and what is wrong
+    with each newer one ("step_000003: learner.pt: ...")."""
+    damaged = []
+    for ckpt in sorted(root.glob("step_*"), reverse=True):
+        why = damage(ckpt)
+        if why is None:
+            return ckpt, damaged
+        damaged.append(f"{ckpt.name}: {why}")
+    return None, damaged
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -60,7 +140,8 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
     """Write checkpoint `step` under `root` (temp dir, then rename), then point `latest` at it. The
     adapter and the learner's state come from `learner`, or as files already written (`adapter`, a peft
     folder, and `learner_state`, `Learner.save_state`'s file): a run whose learner died still checkpoints.
-    `ahead`: a rollout already collected for the next step (off-policy runs), which a resume trains on."""
+    `ahead`: a rollout already collected for the next step (off-policy runs), which a resume trains on.
+    `keep`: the newest checkpoints kept, at least 2 (a damaged newest one falls back to the one before)."""
     if (learner is None) == (adapter is None or learner_state is None):
         raise ValueError("checkpoint.save: give a learner, or an adapter folder and a learner-state file")
     root.mkdir(parents=True, exist_ok=True)
@@ -78,6 +159,7 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
     if ahead is not None:
         torch.save(ahead, tmp / AHEAD)
     (tmp / DONE).write_text(json.dumps(trainer_state, indent=1))
+    write_manifest(tmp)
     for f in tmp.rglob("*"):
         if f.is_file():
             with open(f, "rb") as fh:
@@ -89,13 +171,13 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
     pointer = root / ".latest.tmp"
     pointer.write_text(final.name)
     os.replace(pointer, root / "latest")
-    for old in sorted(root.glob("step_*"))[:-keep]:
+    for old in sorted(root.glob("step_*"))[:-max(keep, 2)]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
 
 def latest(root: Path) -> Optional[Path]:
-    """The newest complete checkpoint under `root`, or None."""
+    """The newest complete checkpoint under `root` (unverified: `newest_intact` checks the files), or None."""
     pointer = root / "latest"
     if pointer.exists():
         path = root / pointer.read_text().strip()
@@ -107,9 +189,10 @@ def latest(root: Path) -> Optional[Path]:
 
 def load(path: Path, *, learner: LearnerLike) -> dict[str, Any]:
     """Restore learner and RNG state from `path`; returns the trainer state (with `ahead`: the rollout
-    collected for the next step, or None)."""
-    if not (path / DONE).exists():
-        raise FileNotFoundError(f"{path} is not a complete aac checkpoint (no {DONE})")
+    collected for the next step, or None); CheckpointDamaged when a file differs from the manifest."""
+    why = damage(path)
+    if why is not None:
+        raise CheckpointDamaged(f"{path}: {why}; resume from another checkpoint (nothing was deleted)")
     learner.load_state(str(path / "learner.pt"))
     set_rng_state(torch.load(path / "rng.pt", weights_only=False))
     ahead = torch.load(path / AHEAD, weights_only=False) if (path / AHEAD).exists() else None

@@ -2,7 +2,9 @@
 
 It adds what plain `@hydra.main` lacks: a default recipe (also under `--help`, which prints the composed
 config that would run and points to docs/config.md), `model=PATH_OR_HUB_ID` as a shorthand for
-`model.name=...`, and config errors reported as one line naming the key.
+`model.name=...`, config errors reported as one line naming the key, and every expected error of the task as
+one line (`aac.errors.entry_point`). A resumed run (`resume=true|RUN_DIR`) takes no default recipe: its own
+config comes back from the run dir (aac/training/state.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aac.config import ConfigError, named_error, register_configs, resource_dir, validate
+from aac.errors import debug, entry_point, one_line
 
 if TYPE_CHECKING:
     from aac.config import TrainConfig
@@ -27,8 +30,16 @@ def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
             arg = f"model.name={value}"  # a local folder or hub id, not a registry name
         out.append(arg)
     has_recipe = any(a.lstrip("+~").startswith("recipe=") for a in out)
+    resume = next((a.partition("=")[2] for a in out if a.startswith("resume=")), "false")
+    resuming = resume.lower() != "false"
+    if resuming and resume.lower() != "true" and not any(a.startswith("out_dir=") for a in out):
+        from aac.checkpoint import run_dir_of
+
+        out.append(f"out_dir={run_dir_of(Path(resume))}")  # resume=RUN_DIR goes on in that run dir
+    if resuming:  # Hydra's copy of the run's config (.hydra/, what evals read) is the run's, not this command's
+        out.append("hydra.output_subdir=null")
     # --help shows the config that would run: the default recipe's (Hydra's own --hydra-help composes none)
-    if default_recipe and not has_recipe and "--hydra-help" not in out:
+    if default_recipe and not has_recipe and not resuming and "--hydra-help" not in out:
         out.append(f"+recipe={default_recipe}")
     return out
 
@@ -66,10 +77,11 @@ def _precheck(overrides: list[str], config_name: str) -> TrainConfig:
             cfg = compose(config_name, overrides=overrides)
         validate(cfg)
         return cfg
-    except ConfigError as e:
-        raise SystemExit(f"aac: config error: {e}") from None
     except Exception as e:  # Hydra and OmegaConf errors, often nested: flatten to one line
-        raise SystemExit(f"aac: config error: {named_error(e) or _one_line(e)}") from None
+        if debug():
+            raise
+        error = e if isinstance(e, ConfigError) else named_error(e) or ConfigError(_one_line(e))
+        raise SystemExit(one_line(error)) from None
     finally:
         GlobalHydra.instance().clear()
 
@@ -113,7 +125,8 @@ def run_hydra(task: Callable, config_name: str, default_recipe: str | None) -> N
         command = (spec.name if spec else task.__module__).removesuffix(".__main__")
         argv.append(f"hydra.help.app_name='python -m {command}'")
     sys.argv = [sys.argv[0]] + argv
-    main = hydra.main(config_path=str(resource_dir("conf")), config_name=config_name, version_base=None)(task)
+    main = hydra.main(config_path=str(resource_dir("conf")), config_name=config_name,
+                      version_base=None)(entry_point(task))
     main()
 
 

@@ -28,6 +28,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.errors import UserError
 from aac.phase import PHASE_NAMES
 from aac.sandbox._isolate import MODES as ISOLATION_MODES
 
@@ -153,8 +154,10 @@ def setting(default: object, range: str) -> Any:
     return field(default=default, metadata={"range": SettingRange(range)})
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A bad key or value, reported as one line naming the key."""
+
+    what = "config error"
 
 
 RULES: list[Rule] = []
@@ -776,13 +779,15 @@ class TrainConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     seed: int = setting(0, ">= 0")  # seeds data order, sampling and the LoRA's init
-    max_steps: Optional[int] = setting(None, "> 0")  # optimizer steps; None: epochs over the data
+    max_steps: Optional[int] = setting(None, "> 0 (null: learner.epochs over the data)")  # optimizer steps; 0 is no sentinel
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"  # the run dir: metrics, adapters, checkpoints, the composed config
     save_every: int = setting(10, ">= 0 (0: never)")  # 0: no periodic checkpoint (the last step's is always written)
     eval_every: int = setting(0, ">= 0 (0: never)")  # 0: no periodic evaluation
     eval_limit: int = setting(8, "> 0")  # held-out instances of each periodic evaluation (eval_every)
     resume: Any = False  # false | true (latest in out_dir) | PATH
-    keep_checkpoints: int = setting(3, "> 0")  # newest checkpoints kept in out_dir/checkpoints
+    # newest checkpoints kept in out_dir/checkpoints; at least 2 stay whatever this says: the one before the
+    # newest is the fallback when the newest is damaged (aac/checkpoint.py)
+    keep_checkpoints: int = setting(3, "> 0")
     sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
     check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
     # the bound of the sync check's weights part: a mean |logp_engine - logp_learner| per probe token above
@@ -797,6 +802,14 @@ class TrainConfig:
     # stops with a checkpoint of its last complete step (rollout.placement=ray; aac/training/supervisor.py)
     max_actor_restarts: int = setting(10, ">= 0 (0: never)")
     recipe_name: str = "none"  # the recipe's name (set by each recipe), logged with the run
+
+
+@rule("resume")
+def _resume_names_a_run(cfg: TrainConfig) -> None:
+    """resume=PATH names a run dir or checkpoint that exists (resume=true goes on in out_dir)."""
+    resume = str(cfg.resume)
+    if resume.lower() not in ("true", "false", "none", "") and not Path(resume).expanduser().exists():
+        raise ConfigError(f"resume={resume}: no such run dir or checkpoint (resume=true goes on in out_dir)")
 
 
 # ---------------------------------------------------------------- registration with Hydra

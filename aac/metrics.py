@@ -30,7 +30,9 @@ def _mean(xs: list[float]) -> float:
 
 
 def rollout_metrics(batch: RolloutBatch, stop_threshold: float) -> dict[str, float]:
-    """Per-step rollout metrics: rewards per phase, episode shape, parse failures, stops."""
+    """Per-step rollout metrics: rewards per phase, episode shape, parse failures, stops, sandbox calls."""
+    from aac.rollout.record import call_counts
+
     m: dict[str, float] = {}
     by_phase: dict[str, list[float]] = defaultdict(list)
     fails: dict[str, list[float]] = defaultdict(list)
@@ -66,6 +68,8 @@ def rollout_metrics(batch: RolloutBatch, stop_threshold: float) -> dict[str, flo
         m[f"rollout/episodes_engine{i}"] = n
     for k, v in batch.critic_counts.items():  # this step's counts and rates, merged over workers
         m[f"critic/{k}"] = float(v)
+    for k, v in call_counts(ep.record for ep in eps).items():  # a black box that hangs shows as timeouts
+        m[f"sandbox/{k}"] = float(v)
     m["rollout/generated_tokens"] = float(batch.generated_tokens)
     m["rollout/turns"] = float(sum(len(ep.turns) for ep in eps))
     m["rollout/prompt_tokens"] = float(sum(len(t.prompt_ids) for ep in eps for t in ep.turns))

@@ -83,11 +83,12 @@ def sft(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
         raise ConfigError("sft.data is empty: give the aac.eval run directories (data=RUN_DIR[,RUN_DIR])")
     try:
         turns, summary = load_turns(run_dirs, s.min_score, cfg.env)
-    except (TraceError, OSError) as e:
-        raise SystemExit(f"aac.sft: {e}") from None
+    except OSError as e:
+        raise TraceError(str(e)) from None
     log.info("traces: %s", summary.text())
     if not turns:
-        raise SystemExit(f"aac.sft: no episode of {s.data} has a judged score >= sft.min_score={s.min_score}")
+        raise TraceError(f"{s.data}: no episode has a judged score >= sft.min_score={s.min_score}; lower it, or "
+                         "give runs that scored higher")
     identity = json.loads((Path(run_dirs[0]) / "run.json").read_text())
     model_path = resolve_model(cfg.model.name)
     tokenizer = AutoTokenizer.from_pretrained(model_path)

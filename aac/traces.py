@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from aac.env.instance import Instance
 from aac.env.protocol import Episode, ProtocolConfig
+from aac.errors import UserError
 from aac.eval.records import load_run
 from aac.sandbox.result import CallKind, CallResult
 
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class TraceError(ValueError):
+class TraceError(UserError, ValueError):
     """An eval run that cannot be turned into samples (one line)."""
+
+    what = "cannot make traces"
 
 
 @dataclass(frozen=True)

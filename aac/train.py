@@ -23,9 +23,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     check_run(cfg, "aac.train")  # the GPUs and the learner's memory, before Ray and the data
     out_dir = output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
+    trainer = Trainer(cfg, out_dir)  # a resumed run's own config comes back here (aac/training/state.py)
+    cfg = trainer.cfg
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,
              cfg.rollout.engine, cfg.learner.backend, out_dir)
-    trainer = Trainer(cfg, out_dir)
     try:
         last = trainer.run()
     finally:

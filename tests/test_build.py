@@ -436,9 +436,9 @@ def test_built_rows_leave_unreached_helpers_out_of_code_and_coverage(tmp_path):
 
 def test_cli_reports_bad_sources_in_one_line(run_module, tmp_path):
     proc = run_module("aac.data.build", "--source", "nope:x", "--out", str(tmp_path / "o.jsonl"))
-    assert proc.returncode == 2 and proc.stderr.strip().startswith("error: unknown source 'nope'")
+    assert proc.returncode == 1 and proc.stderr.strip().startswith("aac: bad source: unknown source 'nope'")
     proc = run_module("aac.data.build", "--source", "mbpp", "--out", str(tmp_path / "o.jsonl"))
-    assert proc.returncode == 2 and "needs a file" in proc.stderr
+    assert proc.returncode == 1 and "needs a file" in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
 

@@ -454,4 +454,5 @@ def test_check_cli_runs_the_card_against_an_endpoint(flaky_endpoint, tmp_path, c
     assert card["judgments"] >= 6 and card["auc_gold_vs_mismatched"] == 0.5 and card["parse_failure_rate"] == 0.0
     assert hits["OK"] == card["judgments"] + 1  # + the warm-up
     assert "AT CHANCE" in capsys.readouterr().out and (out / "card.png").exists()
-    assert main(["critic.scoring=sometimes"]) == 2
+    with pytest.raises(SystemExit, match=r"^aac: config error: critic\.scoring: Invalid value 'sometimes'"):
+        main(["critic.scoring=sometimes"])

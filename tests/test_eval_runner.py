@@ -122,7 +122,7 @@ def test_missing_or_renamed_column_is_a_clear_error(tmp_path, run_module, drop, 
     res = run_module("aac.eval", f"data={data}", "split=all", f"out_dir={tmp_path / 'run'}", "engine=hf", timeout=120)
     assert res.returncode != 0
     last = res.stderr.strip().splitlines()[-1]
-    assert last.startswith("aac.eval:") and f"missing column '{drop}'" in last, res.stderr
+    assert last.startswith("aac: bad data:") and f"missing column '{drop}'" in last, res.stderr
 
 
 def test_interactive_records_and_shared_protocol(instances):

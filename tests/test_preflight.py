@@ -41,8 +41,8 @@ def test_preflight_refuses_a_vllm_outside_the_range_in_one_line(run_module, tmp_
     env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}:{os.environ.get('PYTHONPATH', '')}"}
     r = run_module("aac.preflight", "+recipe=tiny", "rollout.engine=vllm", f"out_dir={tmp_path / 'run'}", env=env)
     assert r.returncode != 0
-    assert r.stderr.strip().splitlines()[-1] == ("aac.preflight: vLLM 0.8.5 is outside the supported range "
-                                                 "vllm>=0.32,<0.33 the engine code is written for: make install-gpu installs it")
+    assert r.stderr.strip().splitlines()[-1] == ("aac: unsupported version: vLLM 0.8.5 is outside the supported range "
+                                                  "vllm>=0.32,<0.33 the engine code is written for: make install-gpu installs it")
     assert "versions: vllm 0.8.5" in r.stdout and not (tmp_path / "run" / "metrics.jsonl").exists()  # nothing built
 
 

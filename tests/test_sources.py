@@ -211,9 +211,9 @@ def test_cli_splits_a_folder_by_task_id_and_fails_on_an_empty_build(package, run
     assert set(ids["train"]) | set(ids["test"]) == KEPT and not set(ids["train"]) & set(ids["test"])
     # nothing kept: a failure naming why, and no file
     proc = run_module("aac.data.build", "--source", "module:acme_tools.net", "--out", str(tmp_path / "none.jsonl"), env=env)
-    assert proc.returncode == 2 and not (tmp_path / "none.jsonl").exists()
+    assert proc.returncode == 1 and not (tmp_path / "none.jsonl").exists()
     assert proc.stderr.strip().splitlines() == [
-        "error: module:acme_tools.net: kept no row of 3 read (dropped: 1 network import (urllib), 1 imports a module that "
+        "aac: bad source: module:acme_tools.net: kept no row of 3 read (dropped: 1 network import (urllib), 1 imports a module that "
         "is not installed (acme_not_installed), 1 imports from its own package inside a function; see docs/sources.md); "
         "nothing written"]
 

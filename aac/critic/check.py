@@ -19,6 +19,8 @@ import argparse
 import sys
 from typing import Optional
 
+from aac.errors import entry_point
+
 
 def critic_about(cfg, data: str, split: str) -> dict:
     """What the card was measured on: the critic's settings that change its scores."""
@@ -31,6 +33,7 @@ def critic_about(cfg, data: str, split: str) -> dict:
     return about
 
 
+@entry_point
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m aac.critic.check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -42,24 +45,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("overrides", nargs="*", help="config overrides as in training (critic.*, model.*, rollout.*)")
     args = ap.parse_args(argv)
 
-    from aac.config import compose
+    from aac.cli import compose_argv
     from aac.critic.card import card_headline, run_card, write_card
     from aac.critic.critic import PrivilegedCritic
     from aac.datasets import load_instances
+    from aac.env.instance import DatasetError
     from aac.placement import EngineSet, critic_engine
 
-    try:
-        cfg = compose(*args.overrides)
-    except Exception as e:  # Hydra and validation errors: one line
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"aac.critic.check: bad config: {msg}", file=sys.stderr)
-        return 2
+    _, cfg = compose_argv(args.overrides, "config", None)  # Hydra and validation errors: one line
     data = args.data or cfg.env.data
     instances = load_instances(data, split=args.split, limit=args.limit, domain=cfg.env.domain)
     if len(instances) < 2:
-        print(f"aac.critic.check: need at least 2 instances, {data}:{args.split} has {len(instances)}",
-              file=sys.stderr)
-        return 2
+        raise DatasetError(f"{data} (split {args.split}): {len(instances)} instance(s); a report card needs at least 2")
     about = critic_about(cfg, data, args.split)
     out = args.out or f"runs/critic_card/{about['model']}-{about['backend']}-{about['scoring']}".replace(":", "_")
     engines = EngineSet(cfg.model, cfg.rollout, cfg.seed, use_ray=False)

@@ -28,6 +28,7 @@ from aac.data.splits import TEST_FRACTION, split_instances
 from aac.data.summary import BuildSummary, write_built
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
+from aac.errors import UserError, entry_point
 
 FILE_SUFFIXES = (".jsonl", ".parquet")
 
@@ -84,6 +85,7 @@ def _fraction(text: str) -> float:
     return value
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m aac.data.build", description=__doc__.split("\n\n")[0])
     p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH | "
@@ -128,9 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.summary_json:
             record = {**summary.as_dict(), "limit": a.limit, "sample": a.sample, "config": asdict(BuildConfig(seed=a.seed))}
             Path(a.summary_json).write_text(json.dumps(record, indent=1))
-    except (SourceError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # what the build cannot read: one line (entry_point), exit 1
+        raise e if isinstance(e, UserError) else SourceError(str(e)) from None
     return 0
 
 

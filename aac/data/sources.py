@@ -20,14 +20,17 @@ from typing import Any
 
 from aac.data.anonymize import parse_quietly
 from aac.data.modules import ModuleFunction, ModuleSourceError, module_functions
+from aac.errors import UserError
 
 SOURCES = ("humaneval", "mbpp", "mbpp_train", "mbpp_test", "cruxeval", "codealpaca", "jsonl", "module")
 MBPP_TEST_IDS = range(11, 511)  # MBPP's README: 11-510 evaluate, 1-10 prompt, the rest train/validate
 MAX_DESCRIPTION_WORDS = 75  # the PAU gold descriptions are short (≤ ~100 tokens)
 
 
-class SourceError(ValueError):
+class SourceError(UserError, ValueError):
     """A source spec or file the builder cannot read (one line)."""
+
+    what = "bad source"
 
 
 def malformed(row: dict, fields: dict[str, type]) -> str | None:

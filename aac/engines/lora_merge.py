@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aac.errors import UserError
+
 ADAPTER_PREFIX = "base_model.model."  # peft's prefix on a saved adapter's keys
 
 
-class LoRAMergeError(ValueError):
+class LoRAMergeError(UserError, ValueError):
     """An adapter folder that cannot be merged as plain LoRA."""
+
+    what = "cannot merge adapter"
 
 
 @dataclass

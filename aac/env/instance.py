@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aac.config import OnBadRow
+from aac.errors import UserError
 from aac.sandbox.values import InputParseError, parse_input
 
 if TYPE_CHECKING:
@@ -34,8 +35,10 @@ _LIST_COLUMNS = ("train_examples", "test_examples", "all_examples")
 _MAX_WARNINGS = 10  # bad rows warned one by one; the rest are counted in one last warning
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """A dataset that cannot be used, or (on_bad_row="raise") a bad row; one line, naming the place."""
+
+    what = "bad data"
 
 
 class BadRowWarning(UserWarning):
@@ -177,8 +180,13 @@ class _Rows:
 def _jsonl_rows(path: Path) -> _Rows:
     rows: list[tuple[int, dict | str]] = []
     columns: set[str] = set()
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f):
+    with path.open("rb") as f:  # decoded line by line: undecodable bytes are a bad row, named
+        for n, raw in enumerate(f):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                rows.append((n, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start} of the line)"))
+                continue
             if not line.strip():
                 continue
             try:
@@ -303,5 +311,6 @@ def load_instances(spec: str | os.PathLike[str] | Dataset | DatasetDict, *, spli
         warnings.warn(f"{source.name}: skipped {len(bad)} bad rows in all ({len(bad) - _MAX_WARNINGS} "
                       "not shown)", BadRowWarning, stacklevel=2)
     if not instances:
-        raise DatasetError(f"{source.name}: no valid rows" + (f" ({len(bad)} bad; first: {bad[0]})" if bad else ""))
+        raise DatasetError(f"{source.name}: no valid rows ({len(bad)} bad; first: {bad[0]})" if bad else
+                           f"{source.name}: no rows (an empty file?): give a dataset with PAU rows")
     return instances

@@ -4,10 +4,10 @@ paired bootstrap p-values between every two runs, and the per-instance MAX over 
 from __future__ import annotations
 
 import argparse
-import sys
 from itertools import combinations
 from pathlib import Path
 
+from aac.errors import entry_point
 from aac.eval import records
 from aac.eval.report import fmt, summarize
 from aac.eval.stats import mean_std, paired_bootstrap, pct, per_instance_max
@@ -91,6 +91,7 @@ def render_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m aac.eval.compare", description=__doc__)
     parser.add_argument("run_dirs", nargs="+", help="eval run directories (written by python -m aac.eval)")
@@ -98,10 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    try:
-        result = compare(args.run_dirs, resamples=args.resamples, seed=args.seed)
-    except (records.RunDirError, ValueError) as e:
-        sys.exit(f"aac.eval.compare: {e}")
+    result = compare(args.run_dirs, resamples=args.resamples, seed=args.seed)
     text = render_markdown(result)
     print(text, end="")
     if args.out:

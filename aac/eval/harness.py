@@ -17,6 +17,7 @@ from pathlib import Path
 from aac.assembly import Run, build_run, eval_protocol
 from aac.cli import output_dir
 from aac.config import TrainConfig, validate
+from aac.errors import UserError
 from aac.eval import records
 from aac.eval.report import write_report
 from aac.progress import bar
@@ -27,8 +28,10 @@ PAPER_PROTOCOL = {"prompt_style": "paper", "prompt_layout": "per_turn", "answer_
                   "max_tokens_per_phase": {}, "stop_per_phase": {}, "domain": "pau"}
 
 
-class EvalError(ValueError):
+class EvalError(UserError, ValueError):
     """A run that cannot start (bad checkpoint, ...); one line."""
+
+    what = "cannot evaluate"
 
 
 def resolve_adapter(path: str) -> Path:

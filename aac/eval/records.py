@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from aac.errors import UserError
+
 EPISODES = "episodes.jsonl"
 SCORES = "scores.jsonl"
 RUN = "run.json"
@@ -22,8 +24,10 @@ PLOT = "score_distribution.png"
 TIMING = "timing.json"
 
 
-class RunDirError(ValueError):
+class RunDirError(UserError, ValueError):
     """A run directory that cannot be read or resumed."""
+
+    what = "bad run dir"
 
 
 def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from aac.eval import records
 from aac.eval.stats import mean_std, pct, score_histogram
+from aac.rollout.record import call_counts
 
 
 def _code_match_block(values: list[float]) -> dict:
@@ -37,6 +38,7 @@ def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
         "concluded_pct": pct([e["concluded"] for e in episodes]),
         "format_error_rate": sum(e["format_errors"] for e in episodes) / turns if turns else float("nan"),
         "actor_engine_errors": sum(e.get("engine_errors", 0) for e in episodes),
+        "sandbox": call_counts(episodes),  # calls timed out or failed by the sandbox: a hanging black box shows
     }
     gold = [s["code_match_gold"]["score"] for s in scored if s.get("code_match_gold")]
     if gold:
@@ -108,6 +110,9 @@ def render_markdown(report: dict) -> str:
         f"| format errors per turn | {fmt(100 * report['format_error_rate'], 1)} % |",
         f"| actor replies lost to engine errors | {report['actor_engine_errors']} |",
     ]
+    if "sandbox" in report:  # reports written before it: none
+        sb = report["sandbox"]
+        lines.append(f"| sandbox calls timed out / failed | {sb['timeouts']} / {sb['errors']} of {sb['calls']} |")
     if "service_calls" in report:
         lines += ["", "## Service calls (virtual execution, SCCGBench-style)", "",
                   "A coder writes each held-out intent's service-call function from this documentation; Mock: "

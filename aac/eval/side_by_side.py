@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from aac.errors import entry_point
 from aac.eval.report import fmt
 
 # code match is left out: the table does not show it, and the coder's decode was a third of this step's time
@@ -72,6 +73,7 @@ def side_by_side(run_dir: str | Path, extra: list[str]) -> str:
     return text
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> None:
     import logging
 
@@ -79,16 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args or "=" in args[0]:
         raise SystemExit("usage: python -m aac.eval.side_by_side RUN_DIR [KEY=VALUE ...] (RUN_DIR: an aac.train out_dir)")
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    from aac.config import ConfigError
-    from aac.env.instance import DatasetError
-    from aac.eval.harness import EvalError
-    from aac.eval.records import RunDirError
-    from aac.scorers.lm import EngineFailure
-
-    try:
-        print(side_by_side(args[0], args[1:]), end="")
-    except (ConfigError, DatasetError, RunDirError, EvalError, EngineFailure) as e:
-        raise SystemExit(f"aac.eval.side_by_side: {e}") from None
+    print(side_by_side(args[0], args[1:]), end="")
 
 
 if __name__ == "__main__":

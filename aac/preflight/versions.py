@@ -8,12 +8,16 @@ import importlib
 from importlib import metadata
 from typing import Optional
 
+from aac.errors import UserError
+
 VLLM_SUPPORTED = ((0, 32), (0, 33))  # [low, high) as (major, minor): what `make install-gpu` pins
 PACKAGES = ("vllm", "torch", "transformers", "peft", "deepspeed", "ray")
 
 
-class VersionError(RuntimeError):
+class VersionError(UserError, RuntimeError):
     """An installed package outside the range the code is written for (one line)."""
+
+    what = "unsupported version"
 
 
 def _version(name: str) -> Optional[str]:

@@ -3,9 +3,12 @@ held-out evaluation scores the same way)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from aac.env.prompts import INITIAL_HYPOTHESIS
 from aac.env.protocol import StepRecord
 from aac.rollout.driver import PlayedEpisode
+from aac.sandbox.result import CallKind
 
 
 def _step_dict(step: StepRecord) -> dict:
@@ -36,3 +39,12 @@ def interactive_record(played: PlayedEpisode) -> dict:
         "gen_tokens": played.generated_tokens, "engine_errors": played.engine_errors,
         "elapsed_s": round(played.elapsed_s, 3),
     }
+
+
+def call_counts(records: Iterable[dict]) -> dict[str, int]:
+    """The sandbox calls of these episode records: `calls`, `timeouts` (ran past the call timeout and were
+    killed: a black box that hangs) and `errors` (the sandbox failed them: a worker crashed or never
+    started). A function's own exception is its answer, not counted here."""
+    kinds = [CallKind(s["call"]["kind"]) for r in records for s in r.get("steps", ()) if (s.get("call") or {}).get("kind")]
+    return {"calls": len(kinds), "timeouts": sum(k is CallKind.TIMEOUT for k in kinds),
+            "errors": sum(k.sandbox_failed for k in kinds)}

@@ -6,10 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aac.engines.base import Engine, GenRequest, Sampling
+from aac.errors import UserError
 
 
-class EngineFailure(RuntimeError):
+class EngineFailure(UserError, RuntimeError):
     """The judge's or coder's engine could not answer (after its own retries)."""
+
+    what = "engine failed"
 
 
 # a batch of chats in, one reply per chat out; tests pass canned replies through the same type

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from aac.config import ConfigError
+from aac.errors import entry_point
 
 if TYPE_CHECKING:
     from aac.config import TrainConfig
@@ -54,6 +54,7 @@ def write_prompts(cfg: TrainConfig, path: str) -> int:
     return len(rows)
 
 
+@entry_point
 def main(argv: Optional[list[str]] = None) -> None:
     from omegaconf import OmegaConf
 
@@ -63,12 +64,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     theirs = [a[len(PREFIX):] for a in argv if a.startswith(PREFIX)]
     flags, cfg = compose_argv([a for a in argv if not a.startswith(PREFIX)], "config", DEFAULT_RECIPE)
     out_dir = str(OmegaConf.select(cfg, "out_dir"))
-    try:
-        from aac.skyrl.config import config_yaml, skyrl_config
+    from aac.skyrl.config import config_yaml, skyrl_config
 
-        skyrl_cfg = skyrl_config(cfg, out_dir, theirs)
-    except ConfigError as e:
-        raise SystemExit(f"aac.skyrl: config error: {e}") from None
+    skyrl_cfg = skyrl_config(cfg, out_dir, theirs)
     if "--cfg" in flags:
         print(config_yaml(skyrl_cfg), end="")
         return

@@ -1,13 +1,27 @@
 """Where a run's state lives between steps: the learner's state of each version (what a rebuilt learner
-restores) and the checkpoints a resumed run starts from."""
+restores), the run's config and the checkpoints a resumed run starts from.
+
+Resume (`resume=true` with `out_dir=RUN`, or `resume=RUN_DIR`, or `resume=RUN/checkpoints/step_N`):
+- the run's config comes back from `RUN/config.yaml` (written at every start of the run, resolved), so
+  `python -m aac.train out_dir=RUN resume=true` needs no `+recipe=`; a key the command line sets
+  differently from it is refused in one line, unless it is one of `RESUME_MAY_CHANGE`;
+- the newest intact checkpoint is the one resumed (files checked against its manifest,
+  aac/checkpoint.py): a damaged newer one is named in one warning and left in place; none intact is
+  one line (`CheckpointDamaged`); a run killed before its first checkpoint starts again at step 0
+  with its own config;
+- a path with no run (no config.yaml, no checkpoints) is an error (`ResumeError`).
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from aac import checkpoint
+from aac.errors import UserError
 from aac.learner.batching import Sample
 from aac.metrics import truncate
 
@@ -45,20 +59,141 @@ class LearnerStates:
         return out
 
 
-def resume(cfg: TrainConfig, ckpt_root: Path, learner: LearnerLike, metrics: Path) -> tuple[int, int, Optional[Ahead]]:
-    """(step, adapter version, the rollout collected ahead or None) to start from: `cfg.resume` (false,
-    true = the latest under `ckpt_root`, or a checkpoint path) restored into `learner`, the metrics after
-    it dropped; (0, 0, None) when fresh."""
-    want = cfg.resume
-    if want in (False, None, "false", "False"):
+RUN_CONFIG = "config.yaml"  # RUN/config.yaml: the run's composed config, what a resume restores
+# what a resumed run may set anew (a key, or a section with all its keys): how long it goes on, how often
+# it checkpoints and evaluates, where it writes and logs, how many restarts it allows; every other key is
+# the run's own, and a command line that sets one differently is refused
+RESUME_MAY_CHANGE = ("resume", "out_dir", "max_steps", "save_every", "keep_checkpoints", "keep_adapters",
+                     "eval_every", "eval_limit", "logging", "max_actor_restarts", "ray")
+_ABSENT = object()
+
+
+class ResumeError(UserError):
+    """`resume=` names no run, or the command line changes a key a resumed run keeps."""
+
+    what = "cannot resume"
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    run_dir: Path  # the run resumed (its config.yaml)
+    checkpoint: Optional[Path]  # the intact checkpoint it goes on from; None: killed before its first
+
+
+def _wants(resume: Any) -> Optional[str]:
+    """`cfg.resume` as None (fresh), "true" (the run in out_dir) or a path."""
+    text = str(resume)
+    if resume in (False, None) or text.lower() in ("false", "none", ""):
+        return None
+    return "true" if resume is True or text.lower() == "true" else text
+
+
+def resume_point(resume: Any, out_dir: Path) -> Optional[ResumePoint]:
+    """Where `resume` (`cfg.resume`) goes on from; None for a fresh run."""
+    want = _wants(resume)
+    if want is None:
+        return None
+    given = Path(out_dir if want == "true" else want).expanduser()
+    run = checkpoint.run_dir_of(given)
+    if given.name.startswith("step_") and given.is_dir():  # one checkpoint, named: that one or an error
+        why = checkpoint.damage(given)
+        if why is not None:
+            raise checkpoint.CheckpointDamaged(f"{given}: {why}; resume from another checkpoint "
+                                               "(nothing was deleted)")
+        return ResumePoint(run, given)
+    root = run / "checkpoints"
+    ckpt, damaged = checkpoint.newest_intact(root)
+    if damaged and ckpt is None:
+        raise checkpoint.CheckpointDamaged(f"{root}: no intact checkpoint ({'; '.join(damaged)}); nothing was "
+                                           "deleted: start a new run (another out_dir), or restore the files")
+    if damaged:
+        log.warning("resume: %s damaged (%s); resuming from %s", "checkpoints" if len(damaged) > 1 else "checkpoint",
+                    "; ".join(damaged), ckpt.name)
+    if ckpt is None and not (run / RUN_CONFIG).is_file():
+        raise ResumeError(f"{given}: no run to resume there (no {RUN_CONFIG}, no checkpoints/); give the out_dir "
+                          "of an aac.train run, or drop resume= to start one")
+    return ResumePoint(run, ckpt)
+
+
+def _override_keys(overrides: Sequence[str]) -> list[str]:
+    """The config keys a command line's Hydra overrides set (`model=NAME`: the section; `+recipe=`: the
+    recipe's name)."""
+    keys = []
+    for ov in overrides:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        if not key.startswith("hydra."):
+            keys.append("recipe_name" if key == "recipe" else key)
+    return keys
+
+
+def _leaves(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, dict):
+        return [k for name, v in node.items() for k in _leaves(v, f"{prefix}{name}.")] or [prefix[:-1]]
+    return [prefix[:-1]]
+
+
+def restore_config(cfg: TrainConfig, point: ResumePoint, overrides: Optional[Sequence[str]]) -> TrainConfig:
+    """The resumed run's config: its saved one, with the keys of `RESUME_MAY_CHANGE` that `overrides` set
+    taken from `cfg`. `overrides`: the command line's (None: `cfg` was composed in code, every key counts
+    as set). A run saved before config.yaml existed: `cfg` as it is."""
+    from omegaconf import OmegaConf
+
+    from aac.config import TrainConfig, validate
+
+    path = point.run_dir / RUN_CONFIG
+    if not path.is_file():
+        log.warning("resume: %s has no %s (a run from before it was saved): resuming with this command line's "
+                    "config; give the run's +recipe= and overrides again", point.run_dir, RUN_CONFIG)
+        return cfg
+    saved = OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.load(path))
+    mine = OmegaConf.to_container(cfg, resolve=True)
+    keys = _leaves(mine) if overrides is None else _override_keys(overrides)
+    for key in keys:
+        new = OmegaConf.select(cfg, key, default=_ABSENT)
+        if any(key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE):
+            OmegaConf.update(saved, key, new, merge=False)
+            continue
+        old = OmegaConf.select(saved, key, default=_ABSENT)
+        plain = [OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for v in (new, old)]
+        if plain[0] != plain[1]:
+            raise ResumeError(f"{path}: {key}={_show(plain[0])} differs from the run's {_show(plain[1])}; a resumed run "
+                              f"keeps its config but for {', '.join(RESUME_MAY_CHANGE)}: drop the override, or "
+                              "start a new run in another out_dir")
+    validate(saved)
+    return saved
+
+
+def _show(value: Any) -> str:
+    return "(unset)" if value is _ABSENT else str(value)
+
+
+def save_config(cfg: TrainConfig, out_dir: Path, resumed: bool) -> None:
+    """RUN/config.yaml (resolved: a `${now:}` out_dir stays the run's); a resumed run also brings Hydra's copy
+    up to date (`.hydra/config.yaml`, written at the run's first start; a resume's start writes none, see
+    aac/cli.py), as evaluations read the run's protocol from it (aac/eval/run_protocol.py)."""
+    from omegaconf import OmegaConf
+
+    text = OmegaConf.to_yaml(cfg, resolve=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / RUN_CONFIG).write_text(text)
+    hydra_copy = out_dir / ".hydra" / "config.yaml"
+    if resumed and hydra_copy.is_file():
+        hydra_copy.write_text(text)
+
+
+def resume(cfg: TrainConfig, point: Optional[ResumePoint], learner: LearnerLike,
+           metrics: Path) -> tuple[int, int, Optional[Ahead]]:
+    """(step, adapter version, the rollout collected ahead or None) to start from: `point`'s checkpoint
+    restored into `learner`, the metrics after it dropped; (0, 0, None) when fresh (or no checkpoint yet)."""
+    if point is None or point.checkpoint is None:
+        if point is not None:
+            truncate(metrics, 0)
+            log.info("resume: %s has no checkpoint yet; starting it again from step 0 with its config", point.run_dir)
         return 0, 0, None
-    path = checkpoint.latest(ckpt_root) if want in (True, "true", "True") else Path(str(want))
-    if path is None or not path.exists():
-        log.info("resume: no checkpoint under %s, starting fresh", ckpt_root)
-        return 0, 0, None
-    state = checkpoint.load(path, learner=learner)
+    state = checkpoint.load(point.checkpoint, learner=learner)
     if state.get("config_hash") != checkpoint.config_hash(cfg):
-        log.warning("resume: config differs from the checkpoint's; continuing with the new one")
+        log.info("resume: settings changed since the checkpoint (only keys a resume may change: %s)",
+                 ", ".join(RESUME_MAY_CHANGE))
     truncate(metrics, state["step"])  # steps after the checkpoint rerun
-    log.info("resumed from %s at step %d (adapter v%d)", path, state["step"], state["version"])
+    log.info("resumed from %s at step %d (adapter v%d)", point.checkpoint, state["step"], state["version"])
     return state["step"], state["version"], state["ahead"]

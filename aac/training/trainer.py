@@ -30,7 +30,7 @@ from aac.training.data_order import DataOrder, seed_everything
 from aac.training.episode_log import EpisodeLog
 from aac.training.held_out import HeldOutEval
 from aac.training.pipeline import RolloutAhead, lag_metrics
-from aac.training.state import LearnerStates, resume
+from aac.training.state import LearnerStates, restore_config, resume, resume_point, save_config
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
 
@@ -47,7 +47,13 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, out_dir: Path):
         from aac.critic import NEVER_CHECKED, card_status
         from aac.datasets import load_instances
+        from aac.eval.run_protocol import hydra_overrides
 
+        # a resumed run's own config (RUN/config.yaml), checked against the command line's
+        point = resume_point(cfg.resume, out_dir)
+        if point is not None:
+            cfg = restore_config(cfg, point, hydra_overrides() or None)
+        save_config(cfg, out_dir, resumed=point is not None)
         self.cfg, self.out_dir = cfg, out_dir
         seed_everything(cfg.seed)
         self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
@@ -72,7 +78,7 @@ class Trainer:
         self.held_out = HeldOutEval(cfg, self.pieces)
         self.ckpt_root, self.states = out_dir / "checkpoints", LearnerStates(out_dir / "learner")
         self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps)
-        self.step, self.version, self.ahead.ready = resume(cfg, self.ckpt_root, self.learner, out_dir / "metrics.jsonl")
+        self.step, self.version, self.ahead.ready = resume(cfg, point, self.learner, out_dir / "metrics.jsonl")
         # what a rebuilt piece restores: this version's learner state and adapter (version 0: the fresh
         # LoRA, B = 0, or learner.init_adapter)
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
