@@ -456,3 +456,6 @@ def test_check_cli_runs_the_card_against_an_endpoint(flaky_endpoint, tmp_path, c
     assert "AT CHANCE" in capsys.readouterr().out and (out / "card.png").exists()
     with pytest.raises(SystemExit, match=r"^aac: config error: critic\.scoring: Invalid value 'sometimes'"):
         main(["critic.scoring=sometimes"])
+    # the scripted critic is a rule: no card to measure, one line before any engine starts
+    with pytest.raises(SystemExit, match=r"^aac: config error: critic\.kind=scripted is a rule .* no report card"):
+        main(["critic.kind=scripted"])

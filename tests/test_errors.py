@@ -56,7 +56,7 @@ def files(tmp_path) -> dict[str, Path]:
 
 def test_train_says_what_is_wrong_with_a_data_file_in_one_line(tmp_path, monkeypatch, files):
     def line(name: str, *argv: str) -> str:
-        return _exit_line(_train(monkeypatch, tmp_path, f"env.data={files[name]}", *argv))
+        return _exit_line(_train(monkeypatch, tmp_path, f"env.data={files[name]}", "env.split=all", *argv))
 
     assert line("missing", "env.on_bad_row=raise") == \
         f"aac: bad data: {files['missing']}: row 1: missing value in column 'header'"
@@ -66,7 +66,7 @@ def test_train_says_what_is_wrong_with_a_data_file_in_one_line(tmp_path, monkeyp
         f"aac: bad data: {files['bytes']}: row 1: not UTF-8 text (byte 0xff at offset 0 of the line)"
     assert line("empty") == f"aac: bad data: {files['empty']}: no rows (an empty file?): give a dataset with PAU rows"
     with pytest.warns(UserWarning, match=r"bytes\.jsonl: skipping row 1: not UTF-8"):  # warn: the rest loads
-        assert len(load_instances(files["bytes"])) == 1
+        assert len(load_instances(files["bytes"], split="all")) == 1
 
 
 @pytest.mark.parametrize("override, why", [
@@ -128,7 +128,7 @@ def test_a_function_that_never_returns_is_counted_in_the_metrics_and_the_report(
 
     hangs = "def test_func(arg0, arg1):\n    while True:\n        pass\n"
     rows = [PAU_ROWS[0], {**PAU_ROWS[0], "task_id": "hangs", "test_func_validated": hangs}]
-    instances = load_instances(write_rows(tmp_path / "t.jsonl", rows))
+    instances = load_instances(write_rows(tmp_path / "t.jsonl", rows), split="all")
     done: list[dict] = []
     reply = "Input: (4, 2)\nDecision: NO\nSummary: divides the numbers"
     run_interactive(specs(instances), ActorSpec(ScriptedEngine(reply), None, 16),

@@ -47,7 +47,7 @@ def test_the_loader_returns_instances_or_one_expected_error(tmp_path, content, o
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BadRowWarning)
         try:
-            instances = load_instances(path, on_bad_row=on_bad_row)
+            instances = load_instances(path, split="all", on_bad_row=on_bad_row)
         except UserError as e:
             assert str(e).startswith(str(path)) and "\n" not in str(e), e
             return
@@ -75,7 +75,7 @@ def test_the_builder_writes_a_valid_file_or_nothing(tmp_path, source_lines):
     except SystemExit as e:
         code = e.code
     if code == 0:
-        assert load_instances(out), "a build that succeeded wrote no usable row"
+        assert load_instances(out, split="all"), "a build that succeeded wrote no usable row"
     else:
         assert not out.exists(), "a failed build left an output behind"
 

@@ -46,6 +46,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = ap.parse_args(argv)
 
     from aac.cli import compose_argv
+    from aac.config import ConfigError
     from aac.critic.card import card_headline, run_card, write_card
     from aac.critic.critic import PrivilegedCritic
     from aac.datasets import load_instances
@@ -53,6 +54,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     from aac.placement import EngineSet, critic_engine
 
     _, cfg = compose_argv(args.overrides, "config", None)  # Hydra and validation errors: one line
+    if cfg.critic.kind == "scripted":
+        raise ConfigError("critic.kind=scripted is a rule with a known optimum, not an LLM: it has no report card; "
+                          "check the LLM critic instead (critic.kind=llm, with rewards.late_stop_penalty=0 where the "
+                          "recipe charges a late stop)")
     data = args.data or cfg.env.data
     instances = load_instances(data, split=args.split, limit=args.limit, domain=cfg.env.domain)
     if len(instances) < 2:
