@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 # name -> the module that defines it
 _LAZY = {"compose": "aac.config", "TrainConfig": "aac.config", "build_run": "aac.assembly",
          "Trainer": "aac.training.trainer", "evaluate": "aac.eval.harness"}
-__all__ = [*_LAZY, "__version__"]
+__all__ = ["compose", "TrainConfig", "build_run", "Trainer", "evaluate", "__version__"]
 
 if TYPE_CHECKING:  # what type checkers and editors resolve the lazy names to
     from aac.assembly import build_run

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "hydra", "omegaconf", "ray", "vllm", "transformers", "deepspeed", "peft", "aac.config")
