@@ -445,6 +445,11 @@ class TrainConfig:
     ray: RayConfig = field(default_factory=RayConfig)
     seed: int = 0
     max_steps: Optional[int] = None  # optimizer steps; None: epochs over the data
+    # wall-clock seconds for training, from the Trainer's start (its pieces' start-up included), > 0; null: none.
+    # Checked between steps: the run ends after the step that ends past it (a checkpoint of that step is written),
+    # once time_budget_min_steps steps ran. make demo's recipe sets it so a slow 2-core machine ends in ~10 min
+    time_budget_s: Optional[float] = None
+    time_budget_min_steps: int = 3  # steps a time budget always lets run (>= 1; max_steps still caps them)
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"
     save_every: int = 10  # 0: no periodic checkpoint (the last step's is always written)
     eval_every: int = 0  # 0: no periodic evaluation
@@ -500,7 +505,7 @@ POSITIVE = ("rollout.group_size", "rollout.functions_per_step", "rollout.max_tok
             "rewards.tau_reflect", "learner.lora_r", "learner.epochs", "learner.micro_batch_tokens",
             "learner.ppo_minibatches", "learner.tis_cap", "preflight.steps", "rollout.cpu_threads", "rollout.num_engines",
             "rollout.tensor_parallel_size", "learner.num_workers", "critic.scripted_k", "sft.epochs", "sft.batch_turns",
-            "sync_tolerance", "sync_probe_tokens", "keep_adapters")
+            "sync_tolerance", "sync_probe_tokens", "keep_adapters", "time_budget_s", "time_budget_min_steps")
 
 
 MAX_MMAP_THRESHOLD_KB = 32 * 1024  # glibc's ceiling on 64-bit (HEAP_MAX_SIZE / 2)

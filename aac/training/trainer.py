@@ -42,6 +42,7 @@ class Trainer:
         from aac.datasets import load_instances
 
         self.cfg, self.out_dir = cfg, out_dir
+        self.started = time.perf_counter()  # what cfg.time_budget_s counts from
         seed_everything(cfg.seed)
         self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
                                         on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
@@ -67,6 +68,7 @@ class Trainer:
         self.states = LearnerStates(out_dir / "learner")
         self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps)
         self.step, self.version, self.ahead.ready = resume(cfg, self.ckpt_root, self.learner, out_dir / "metrics.jsonl")
+        self.first_step = self.step
         # what a rebuilt piece restores: this version's learner state and adapter (version 0: the fresh
         # LoRA, B = 0, or learner.init_adapter)
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
@@ -159,6 +161,12 @@ class Trainer:
                                keep=self.cfg.keep_checkpoints)
         log.info("checkpoint %s", path)
 
+    def budget_spent(self) -> bool:
+        """Whether `time_budget_s` ran out, once `time_budget_min_steps` steps of this process ran."""
+        budget = self.cfg.time_budget_s
+        return (budget is not None and self.step - self.first_step >= self.cfg.time_budget_min_steps
+                and time.perf_counter() - self.started >= budget)
+
     def run(self) -> dict[str, Any]:
         from aac.progress import bar
 
@@ -179,10 +187,15 @@ class Trainer:
                          m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
                          m.get("update/kl", float("nan")), m.get("update/clip_frac", float("nan")),
                          m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
-                if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps:
+                spent = self.budget_spent()
+                if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps or spent:
                     self.save()
                 advance(1)
                 last = m
+                if spent and self.step < self.total_steps:
+                    log.info("time budget %gs spent at step %d of %d (%.0fs since start): training ends here",
+                             cfg.time_budget_s, self.step, self.total_steps, time.perf_counter() - self.started)
+                    break
         return last
 
     def close(self) -> None:
