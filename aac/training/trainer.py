@@ -185,7 +185,8 @@ class Trainer:
                 log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
                          "rollout %.1fs (%.0f tok/s) update %.1fs", self.step, self.total_steps,
                          m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
-                         m.get("update/kl", float("nan")), m.get("update/clip_frac", float("nan")),
+                         m.get("update/kl", float("nan")) if cfg.learner.kl_coef else float("nan"),  # nan: no KL term
+                         m.get("update/clip_frac", float("nan")),
                          m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
                 spent = self.budget_spent()
                 if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps or spent:
