@@ -4,8 +4,8 @@ What a notebook needs, loaded on first use so that `import aac` stays cheap (no 
 
     cfg = aac.compose("+recipe=tiny", "max_steps=2")  # the composed, validated training config
     run = aac.build_run(cfg)                          # its pieces: engines, critic, learner, rollout workers
-    aac.Trainer(cfg, out_dir).run()                   # the AAC loop (python -m aac.train's)
-    aac.evaluate(aac.compose("model=tiny_qwen3", config_name="eval_config"))  # python -m aac.eval's harness
+    aac.Trainer(cfg, out_dir).run()                   # the AAC loop (python -m aac.train's), on pieces of its own
+    aac.evaluate(aac.compose("model=tiny_qwen3", "eval.limit=2", config_name="eval_config"))  # python -m aac.eval's
 """
 
 import importlib
