@@ -780,6 +780,11 @@ class TrainConfig:
     ray: RayConfig = field(default_factory=RayConfig)
     seed: int = setting(0, ">= 0")  # seeds data order, sampling and the LoRA's init
     max_steps: Optional[int] = setting(None, "> 0 (null: learner.epochs over the data)")  # optimizer steps; 0 is no sentinel
+    # wall-clock seconds for training, from the Trainer's start (its pieces' start-up included); null: none.
+    # Checked between steps: the run ends after the step that ends past it (a checkpoint of that step is written),
+    # once time_budget_min_steps steps ran. make demo's recipe sets it so a slow 2-core machine ends in ~10 min
+    time_budget_s: Optional[float] = setting(None, "> 0")
+    time_budget_min_steps: int = setting(3, "> 0")  # steps a time budget always lets run (max_steps still caps them)
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"  # the run dir: metrics, adapters, checkpoints, the composed config
     save_every: int = setting(10, ">= 0 (0: never)")  # 0: no periodic checkpoint (the last step's is always written)
     eval_every: int = setting(0, ">= 0 (0: never)")  # 0: no periodic evaluation

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from omegaconf import DictConfig
@@ -11,6 +12,7 @@ from omegaconf import DictConfig
 from aac.cli import output_dir, run_hydra
 from aac.config import validate
 from aac.hardware import check_run
+from aac.machine import describe, per_core_gflops
 from aac.metrics import plot, read
 from aac.training import Trainer
 
@@ -23,6 +25,9 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     check_run(cfg, "aac.train")  # the GPUs and the learner's memory, before Ray and the data
     out_dir = output_dir(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
+    gflops = per_core_gflops()  # before the pieces start: what the reader scales this run's timings by
+    log.info("machine: %s", describe(gflops))
+    started = time.perf_counter()
     trainer = Trainer(cfg, out_dir)  # a resumed run's own config comes back here (aac/training/state.py)
     cfg = trainer.cfg
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,
@@ -34,10 +39,13 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     rows = read(out_dir / "metrics.jsonl")
     png = plot(rows, out_dir / "metrics.png")
     summary = {k: v for k, v in last.items() if isinstance(v, (int, float))}
-    summary["steps"] = trainer.step
+    summary.update(steps=trainer.step, train_s=round(time.perf_counter() - started, 1),
+                   machine_gflops_per_core=round(gflops, 1))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    log.info("done: %d steps; metrics %s, plot %s, checkpoints %s", trainer.step,
-             out_dir / "metrics.jsonl", png, trainer.ckpt_root)
+    budget = f", time budget {cfg.time_budget_s:g}s" if cfg.time_budget_s is not None else ""
+    log.info("done: %d of %d steps in %.0fs%s, on %s", trainer.step, trainer.total_steps, summary["train_s"], budget,
+             describe(gflops))
+    log.info("metrics %s, plot %s, checkpoints %s", out_dir / "metrics.jsonl", png, trainer.ckpt_root)
     return summary
 
 

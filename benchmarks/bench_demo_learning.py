@@ -171,7 +171,8 @@ def main() -> None:
     ap.add_argument("--tabulate", action="store_true", help="no training: table and plot the runs in --out")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-    common = [f"max_steps={args.steps}", f"save_every={args.steps}", "logging.progress=false",
+    # every step of every run: the recipe's time budget is the demo's, not this measurement's
+    common = [f"max_steps={args.steps}", f"save_every={args.steps}", "time_budget_s=null", "logging.progress=false",
               "logging.wandb_mode=disabled", *args.set]
     # seed by seed, the tuned run then its control: a run cut short still leaves whole pairs
     jobs = [(seed, arm) for seed in range(args.seeds) for arm in ARMS]

@@ -11,7 +11,8 @@ Modes: `padded` (prefix_sharing=false, logprob_chunk=0, glibc's own heap: the pa
 dynamic threshold), `shared_ckpt_thp` (shared_ckpt on transparent huge pages, learner.huge_pages:
 the child starts with `learner_env`), `shared_ckpt_jemalloc` (shared_ckpt on jemalloc with its
 purging off, learner.allocator=jemalloc: preloaded by `learner_env`), `shared_jemalloc` (no checkpointing),
-`shared_fused_jemalloc` (that with `learner.fused_mlp`), `shared_fused_ckptN_jemalloc` (that with the first N
+`shared_fused_jemalloc` (that with `learner.fused_mlp`: the demo's learner), `shared_fused_jemalloc_nokl` (that
+without the KL term, `learner.kl_coef=0`: no reference pass), `shared_fused_ckptN_jemalloc` (that with the first N
 of the 30 layers checkpointed, `learner.checkpoint_layers`; N in 10, 15, 20, 30). Rounds run the modes in turn (A B C A B C),
 so load that drifts on a shared machine falls on every mode; ratios are of the per-mode medians.
 Each run is its own process on the same batch (benchmarks/demo_batch.py) from the same initial
@@ -54,6 +55,8 @@ MODES = {
     "shared_fused_jemalloc": dict(prefix_sharing=True, logprob_chunk=256, malloc_mmap_threshold_kb=0,
                                   allocator="jemalloc", fused_mlp=True),
 }
+# the demo's update without the KL term (learner.kl_coef=0): no reference pass (the adapter-off forward)
+MODES["shared_fused_jemalloc_nokl"] = dict(MODES["shared_fused_jemalloc"], kl_coef=0.0)
 # fused, with the first N of the 30 layers checkpointed (learner.checkpoint_layers): memory for speed, a layer at a time
 MODES.update({f"shared_fused_ckpt{n}_jemalloc": dict(MODES["shared_fused_jemalloc"], gradient_checkpointing=True,
                                                     checkpoint_layers=n) for n in (10, 15, 20, 30)})

@@ -46,7 +46,7 @@ def _eval_cfg(*args: str):
 def test_a_checkpoint_of_a_run_takes_the_runs_protocol_unless_set(tmp_path, caplog):
     run, adapter = _training_run(tmp_path, "+rollout.max_tokens_per_phase.reflect=40")
     assert find_run(adapter) == run and find_run(tmp_path) is None
-    # the README's form: model= and limit= given, nothing else: every protocol key comes from the run
+    # docs/usage.md's form: model= and limit= given, nothing else: every protocol key comes from the run
     args = ["model=smollm2_135m", f"checkpoint={adapter}", "limit=8"]
     cfg, found = apply_run_protocol(_eval_cfg(*args), run, rewrite_aliases(args))
     e = cfg.eval

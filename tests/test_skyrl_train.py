@@ -2,7 +2,7 @@
 and trainer, and SkyRL's own generator driving "aac-pau-critic" through an aac engine on CPU.
 
 Needs SkyRL, which lives in its own environment (`make test` builds .venv-skyrl and runs this file
-there; README "Training under SkyRL"): in the main environment every test here is skipped."""
+there; docs/skyrl.md, "Running it"): in the main environment every test here is skipped."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ from aac.eval.report import fmt
 DEFAULTS = ("limit=4", "eval.max_calls=4", "eval.judge_scoring=logprob", "eval.code_match=false")
 ARMS = ("base", "tuned")
 # what the table can and cannot say about the demo's 10 steps (benchmarks/RESULTS.md, demo learning)
-READING = ("a few functions, greedy: a difference here is one function's behaviour, not a trend. 10 demo steps show "
-           "the loop working; what 48 steps of this recipe change on the 33 held-out functions (3 seeds, paired with "
-           "the base) is in benchmarks/RESULTS.md (\"What the embedded default learns\")")
+READING = ("a few functions, greedy: a difference here is one function's behaviour, not a trend. The demo's few steps "
+           "(3 to 10, by its time budget) show the loop working; what 48 steps of this recipe change on the 33 held-out "
+           "functions (3 seeds, paired with the base) is in benchmarks/RESULTS.md (\"What the embedded default learns\")")
 
 
 def arm_overrides(run_dir: Path, arm: str, extra: list[str]) -> list[str]:

@@ -10,5 +10,5 @@ PPO trainer (FSDP, optionally fully async) updates the LoRA actor with our per-t
 - client.py / endpoint.py: an aac engine behind SkyRL's inference interface, and an OpenAI-compatible
   endpoint in front of it (CPU runs and tests; on GPUs SkyRL's own vLLM servers play both parts)
 - _skyrl.py: the one module that imports SkyRL. Nothing else in `aac` imports this package, so
-  `import aac` never needs SkyRL (README "Training under SkyRL" has the install command).
+  `import aac` never needs SkyRL (docs/skyrl.md, "Running it", has the install command).
 """

@@ -13,7 +13,7 @@ import importlib
 import sys
 import typing
 
-INSTALL = "see the README section 'Training under SkyRL' for the install command"
+INSTALL = "see docs/skyrl.md, 'Running it', for the install command"
 
 
 def _load_tinker_types() -> None:

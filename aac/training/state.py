@@ -181,6 +181,18 @@ def save_config(cfg: TrainConfig, out_dir: Path, resumed: bool) -> None:
         hydra_copy.write_text(text)
 
 
+def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
+    """The run's config and where it resumes from: a resumed run's own (RUN/config.yaml), checked against the
+    command line's overrides; saved in the run dir either way."""
+    from aac.eval.run_protocol import hydra_overrides
+
+    point = resume_point(cfg.resume, out_dir)
+    if point is not None:
+        cfg = restore_config(cfg, point, hydra_overrides() or None)
+    save_config(cfg, out_dir, resumed=point is not None)
+    return cfg, point
+
+
 def resume(cfg: TrainConfig, point: Optional[ResumePoint], learner: LearnerLike,
            metrics: Path) -> tuple[int, int, Optional[Ahead]]:
     """(step, adapter version, the rollout collected ahead or None) to start from: `point`'s checkpoint

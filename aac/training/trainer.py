@@ -26,11 +26,12 @@ from aac.rewards.advantages import batch_advantages
 from aac.rollout.driver import SamplingSpec
 from aac.rollout.fanout import LaunchedStep, launch_step
 from aac.rollout.workers import RolloutBatch
+from aac.training.budget import TimeBudget
 from aac.training.data_order import DataOrder, seed_everything
 from aac.training.episode_log import EpisodeLog
 from aac.training.held_out import HeldOutEval
 from aac.training.pipeline import RolloutAhead, lag_metrics
-from aac.training.state import LearnerStates, restore_config, resume, resume_point, save_config
+from aac.training.state import LearnerStates, resume, run_config
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
 
@@ -41,20 +42,34 @@ if TYPE_CHECKING:
 log = logging.getLogger("aac.train")
 
 
+def log_critic_card(cfg: TrainConfig) -> None:
+    """The critic's report card at the start, or a warning that it was never checked (a scripted critic is a
+    rule: it has none)."""
+    from aac.critic import NEVER_CHECKED, card_status
+
+    if cfg.critic.kind == "llm":
+        status = card_status(cfg.critic.card)
+        (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
+
+
+def log_step(step: int, total: int, m: dict[str, Any], kl_term: bool) -> None:
+    """A step's one log line (kl nan: the run has no KL term, where 0.0000 would read as a policy that did not move)."""
+    log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
+             "rollout %.1fs (%.0f tok/s) update %.1fs", step, total,
+             m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
+             m.get("update/kl", float("nan")) if kl_term else float("nan"), m.get("update/clip_frac", float("nan")),
+             m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
+
+
 class Trainer:
     """Builds a training run's pieces and runs AAC steps on them."""
 
     def __init__(self, cfg: TrainConfig, out_dir: Path):
-        from aac.critic import NEVER_CHECKED, card_status
         from aac.datasets import load_instances
-        from aac.eval.run_protocol import hydra_overrides
 
-        # a resumed run's own config (RUN/config.yaml), checked against the command line's
-        point = resume_point(cfg.resume, out_dir)
-        if point is not None:
-            cfg = restore_config(cfg, point, hydra_overrides() or None)
-        save_config(cfg, out_dir, resumed=point is not None)
+        cfg, point = run_config(cfg, out_dir)  # a resumed run's own config
         self.cfg, self.out_dir = cfg, out_dir
+        self.budget = TimeBudget(cfg.time_budget_s, cfg.time_budget_min_steps)  # counts from here
         seed_everything(cfg.seed)
         self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
                                         on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
@@ -65,9 +80,7 @@ class Trainer:
         log.info("%d instances, %d steps per epoch, %d steps", len(self.instances), self.order.steps_per_epoch,
                  self.total_steps)
         t0 = time.perf_counter()
-        if cfg.critic.kind == "llm":  # the scripted critic is a rule: it has no report card
-            status = card_status(cfg.critic.card)  # the critic's report card, or that it was never checked
-            (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
+        log_critic_card(cfg)
         self.pieces = build_run(cfg)
         log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", cfg.rollout.engine,
                  cfg.learner.backend, cfg.rollout.num_workers, time.perf_counter() - t0, cfg.rollout.placement)
@@ -193,15 +206,15 @@ class Trainer:
                         m.update(self.evaluate())
                 self.metrics.write(self.step, m)
                 self.episode_log.table(self.metrics.wandb, self.step)
-                log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
-                         "rollout %.1fs (%.0f tok/s) update %.1fs", self.step, self.total_steps,
-                         m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
-                         m.get("update/kl", float("nan")), m.get("update/clip_frac", float("nan")),
-                         m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
-                if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps:
+                log_step(self.step, self.total_steps, m, kl_term=bool(cfg.learner.kl_coef))
+                spent = self.budget.step_done()
+                if (cfg.save_every and self.step % cfg.save_every == 0) or self.step == self.total_steps or spent:
                     self.save()
                 advance(1)
                 last = m
+                if spent and self.step < self.total_steps:
+                    self.budget.log_end(self.step, self.total_steps)
+                    break
         return last
 
     def close(self) -> None:

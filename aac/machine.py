@@ -1,0 +1,39 @@
+"""This machine's speed, printed beside a run's timings so a reader can scale them to their own machine.
+
+Per-core fp32 GFLOP/s: a 1024x1024 @ 1024x1024 float32 matmul (2 * 1024^3 FLOP) on one torch thread, the best
+of a few runs after a warm-up (the best is the least disturbed by other jobs on a shared machine); with the core
+count and the 1-minute load average, which say how much of that speed a run could use.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+N = 1024
+
+
+def per_core_gflops(repeats: int = 10) -> float:
+    """Best single-thread fp32 GFLOP/s of an N x N matmul over `repeats` runs (torch's thread count is restored)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        gen = torch.Generator().manual_seed(0)
+        a, b = torch.randn(N, N, generator=gen), torch.randn(N, N, generator=gen)
+        torch.mm(a, b)  # warm-up: the first call picks kernels and touches the pages
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(threads)
+    return 2 * N**3 / best / 1e9
+
+
+def describe(gflops: float) -> str:
+    """One line: per-core GFLOP/s, cores, load average (what `aac.train` logs at its start and end)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{gflops:.1f} GFLOP/s fp32 per core (1024x1024 matmul, 1 thread), {os.cpu_count()} cores, load {load:.1f}"

@@ -1,0 +1,58 @@
+"""`time_budget_s`: training ends after the step that crosses the budget, never before
+`time_budget_min_steps` steps; the run's summary says how far it got and on what machine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aac.config import ConfigError, compose
+from aac.machine import per_core_gflops
+from aac.metrics import read
+from aac.train import train
+from aac.training import Trainer
+
+
+def tiny_cfg(out, *overrides: str):
+    return compose("+recipe=tiny", "rollout.placement=local", "max_steps=4", "save_every=0", f"out_dir={out}",
+                   *overrides)
+
+
+def test_a_spent_budget_still_runs_the_minimum_steps_and_checkpoints_the_last(tmp_path):
+    # spent before the first step ends: the minimum (2) runs, nothing more; the last step is checkpointed
+    summary = train(tiny_cfg(tmp_path, "time_budget_s=1e-9", "time_budget_min_steps=2"))
+    assert [r["step"] for r in read(tmp_path / "metrics.jsonl")] == [1, 2]
+    assert sorted(p.name for p in (tmp_path / "checkpoints").glob("step_*")) == ["step_000002"]
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved["steps"] == summary["steps"] == 2 and saved["machine_gflops_per_core"] > 0
+
+
+class CrossedInStep2(Trainer):
+    """The budget runs out while step 2 runs: its clock is moved an hour back during that step."""
+
+    def train_step(self):
+        m = super().train_step()
+        if self.step == 1:  # the step being trained is self.step + 1
+            self.budget.started -= 3600
+        return m
+
+
+def test_the_step_that_crosses_the_budget_finishes_and_is_the_last(tmp_path):
+    trainer = CrossedInStep2(tiny_cfg(tmp_path, "time_budget_s=1800", "time_budget_min_steps=1"), tmp_path)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    assert [r["step"] for r in read(tmp_path / "metrics.jsonl")] == [1, 2]
+    assert (tmp_path / "checkpoints" / "step_000002").is_dir()
+
+
+@pytest.mark.parametrize("override", ["time_budget_s=0", "time_budget_s=-5", "time_budget_min_steps=0"])
+def test_budget_settings_out_of_range_are_one_line_errors(override):
+    with pytest.raises(ConfigError, match=override.split("=")[0]):
+        compose("+recipe=tiny", override)
+
+
+def test_machine_speed_is_a_plausible_number():
+    assert 0.1 < per_core_gflops(repeats=2) < 10_000
