@@ -83,7 +83,7 @@ def test_aac_debug_shows_the_traceback_and_a_bug_keeps_its_own(tmp_path, monkeyp
     monkeypatch.setenv("HYDRA_FULL_ERROR", "")  # restored after the test: AAC_DEBUG sets it for Hydra
     monkeypatch.setenv("AAC_DEBUG", "1")
     with pytest.raises(DatasetError, match="no rows"):
-        _train(monkeypatch, tmp_path, f"env.data={files['empty']}")()
+        _train(monkeypatch, tmp_path, f"env.data={files['empty']}", "env.split=all")()
     monkeypatch.delenv("AAC_DEBUG")
 
     @entry_point
@@ -105,9 +105,9 @@ def test_every_other_entry_point_is_one_line(tmp_path, monkeypatch, files):
     from aac.skyrl import __main__ as skyrl_main
 
     empty = files["empty"]
-    assert _exit_line(_hydra(monkeypatch, eval_main, f"data={empty}", "engine=hf", f"out_dir={tmp_path / 'e'}")) \
+    assert _exit_line(_hydra(monkeypatch, eval_main, f"data={empty}", "split=all", "engine=hf", f"out_dir={tmp_path / 'e'}")) \
         .startswith(f"aac: bad data: {empty}: no rows")
-    assert _exit_line(lambda: check.main(["--data", str(empty), "+recipe=tiny"])).startswith(f"aac: bad data: {empty}")
+    assert _exit_line(lambda: check.main(["--data", str(empty), "--split", "all", "+recipe=tiny"])).startswith(f"aac: bad data: {empty}")
     assert _exit_line(lambda: compare.main([str(tmp_path)])).startswith("aac: bad run dir: ")
     assert _exit_line(lambda: side_by_side.main([str(tmp_path / "no_run")])) \
         .startswith(f"aac: config error: eval.protocol_from={tmp_path / 'no_run'}: no saved run config")

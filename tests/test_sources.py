@@ -436,11 +436,12 @@ def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path):
         HeldOutEval(compose(*knowingly), run=None)
     HeldOutEval(compose(*knowingly, "eval.split=all"), run=None)
     # aac.eval refuses in one line, before any engine starts
+    from aac.errors import entry_point
     from aac.eval.__main__ import task
     from aac.eval.config import rewrite_aliases
 
-    with pytest.raises(SystemExit, match=f"^aac.eval: {tmp_path / 'rows.jsonl'}: one file has no train/test split"):
-        task(compose(*rewrite_aliases([f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf"]),
+    with pytest.raises(SystemExit, match=f"^aac: bad data: {tmp_path / 'rows.jsonl'}: one file has no train/test split"):
+        entry_point(task)(compose(*rewrite_aliases([f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf"]),
                      config_name="eval_config"))
 
 
