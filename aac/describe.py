@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from aac.cli import output_dir, run_hydra
-from aac.config import ConfigError, TrainConfig
+from aac.config import TrainConfig
+from aac.errors import UserError
 from aac.eval.config import ALIASES as EVAL_ALIASES
 from aac.eval.config import rewrite_aliases
 
@@ -38,8 +39,10 @@ SPLIT = "target"
 INDEX = "index.md"
 
 
-class DescribeError(ValueError):
+class DescribeError(UserError, ValueError):
     """A target that cannot be described (unknown kind, nothing buildable in it); one line."""
+
+    what = "cannot describe"
 
 
 # ---------------------------------------------------------------- targets -> rows
@@ -224,17 +227,9 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
 
 
 def task(cfg) -> None:
-    from aac.env.instance import DatasetError
-    from aac.eval.harness import EvalError
-    from aac.eval.records import RunDirError
-    from aac.scorers.lm import EngineFailure
-
     for noisy in ("httpx", "httpx2"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        pages = describe(cfg)
-    except (DescribeError, ConfigError, DatasetError, RunDirError, EvalError, EngineFailure) as e:
-        raise SystemExit(f"aac.describe: {e}") from None
+    pages = describe(cfg)  # an expected error is one line (run_hydra)
     for d, path in pages:
         score = "" if d.judge_score is None else f", judge {d.judge_score:g}/5"
         print(f"{d.episode['uid']}: {d.outcome()}{score} -> {path}")

@@ -20,14 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.errors import UserError, entry_point
+
 CARD = "README.md"
 RUN_CONFIG_COPY = "aac_config.yaml"
 KEYS = ("checkpoint", "out", "merge", "base")
 USAGE = "usage: python -m aac.export checkpoint=CKPT out=DIR [merge=true] [base=HUB_ID]"
 
 
-class ExportError(ValueError):
+class ExportError(UserError, ValueError):
     """An export that cannot be made (no adapter, an occupied out folder, a bad argument); one line."""
+
+    what = "cannot export"
 
 
 @dataclass
@@ -258,15 +262,13 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
     return {**args, "merge": merge == "true"}
 
 
+@entry_point
 def main(argv: Optional[list[str]] = None) -> None:
     import logging
 
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
-        out = export(args.pop("checkpoint"), args.pop("out"), **args)
-    except ExportError as e:
-        raise SystemExit(f"aac.export: {e}") from None
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    out = export(args.pop("checkpoint"), args.pop("out"), **args)
     kind = "merged model" if args["merge"] else "peft adapter"
     print(f"aac.export: {kind} and its model card in {out} ({out / CARD})")
 

@@ -140,7 +140,7 @@ def test_export_refuses_in_one_line(random_step, tmp_path):
         parse_args([f"checkpoint={random_step}"])
     with pytest.raises(ExportError, match="merge=yes: expected true or false"):
         parse_args([f"checkpoint={random_step}", "out=z", "merge=yes"])
-    with pytest.raises(SystemExit, match="^aac.export: checkpoint=/nonexistent: no peft adapter[^\n]*$"):
+    with pytest.raises(SystemExit, match="^aac: cannot export: checkpoint=/nonexistent: no peft adapter[^\n]*$"):
         main(["checkpoint=/nonexistent", f"out={tmp_path / 'z'}"])
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from aac.view.load import ViewError
+from aac.errors import entry_point
 from aac.view.page import write_page
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m aac.view", description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="a training run dir or an aac.eval dir (two: side by side)")
@@ -16,10 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if len(args.dirs) > 2:
         parser.error("at most two dirs (DIR [DIR2])")
-    try:
-        path = write_page(args.dirs, args.out or f"{args.dirs[0]}/episodes.html")
-    except ViewError as e:
-        raise SystemExit(f"aac.view: {e}") from None
+    path = write_page(args.dirs, args.out or f"{args.dirs[0]}/episodes.html")
     print(path.resolve())
 
 

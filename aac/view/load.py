@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from aac import episode_files
+from aac.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +26,10 @@ EVAL_EPISODES, EVAL_SCORES, EVAL_RUN, EVAL_REPORT = "episodes.jsonl", "scores.js
 METRICS = "metrics.jsonl"
 
 
-class ViewError(ValueError):
+class ViewError(UserError, ValueError):
     """A folder the viewer cannot draw (one line)."""
+
+    what = "cannot view"
 
 
 @dataclass
