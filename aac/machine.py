@@ -14,22 +14,29 @@ N = 1024
 
 
 def per_core_gflops(repeats: int = 10) -> float:
-    """Best single-thread fp32 GFLOP/s of an N x N matmul over `repeats` runs (torch's thread count is restored)."""
+    """Best single-thread fp32 GFLOP/s of an N x N matmul over `repeats` runs, measured in a process of its own:
+    changing this process's torch thread count, even restored, changed a resumed run's update numerics."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "aac.machine", str(repeats)], env=env, capture_output=True,
+                         text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _measure(repeats: int) -> float:
     import torch
 
-    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    try:
-        gen = torch.Generator().manual_seed(0)
-        a, b = torch.randn(N, N, generator=gen), torch.randn(N, N, generator=gen)
-        torch.mm(a, b)  # warm-up: the first call picks kernels and touches the pages
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            torch.mm(a, b)
-            best = min(best, time.perf_counter() - t0)
-    finally:
-        torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(N, N, generator=gen), torch.randn(N, N, generator=gen)
+    torch.mm(a, b)  # warm-up: the first call picks kernels and touches the pages
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
     return 2 * N**3 / best / 1e9
 
 
@@ -37,3 +44,9 @@ def describe(gflops: float) -> str:
     """One line: per-core GFLOP/s, cores, load average (what `aac.train` logs at its start and end)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return f"{gflops:.1f} GFLOP/s fp32 per core (1024x1024 matmul, 1 thread), {os.cpu_count()} cores, load {load:.1f}"
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(_measure(int(sys.argv[1]) if len(sys.argv) > 1 else 10))

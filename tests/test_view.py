@@ -177,7 +177,7 @@ def test_the_page_is_self_contained_and_names_what_it_cannot_draw(run, tmp_path)
     with pytest.raises(ViewError, match="neither a training run"):
         load(tmp_path)
     res = subprocess.run([sys.executable, "-m", "aac.view", str(tmp_path)], capture_output=True, text=True)
-    assert res.returncode == 1 and res.stderr.strip().startswith("aac.view:") and len(res.stderr.splitlines()) == 1
+    assert res.returncode == 1 and res.stderr.strip().startswith("aac: cannot view:") and len(res.stderr.splitlines()) == 1
 
 
 def _hundred(out: Path, tmp_path: Path) -> Path:
