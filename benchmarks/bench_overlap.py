@@ -18,7 +18,7 @@ steps; the rows: judgments after the play, overlapped on an engine host serving 
 (as before the engine loop: a judgment stalls the actor's turns), and overlapped on the concurrent
 host (judgments and turns share the engine's steps).
 
-    python benchmarks/bench_overlap.py --critic --steps 4
+    python benchmarks/bench_overlap.py --critic --steps 3 --token-ms 60
 """
 
 from __future__ import annotations
@@ -82,18 +82,23 @@ def _slow_steps(host, ms: float, serial: bool) -> None:
         host.engine = SerializedEngine(host.engine)
 
 
+# each worker plays its 4 episodes 2 at a time (the random model never stops, so episodes end together
+# but for the slots refilled): the first two's judgments can overlap the last two's play. Base requests
+# through the identity adapter, as on GPU (on CPU a plain batch would cost every arm differently)
 CRITIC_RUN = ("+recipe=tiny", "rollout.placement=ray", "rollout.engine=vllm", "rollout.kv_cache_gb=1",
-              "rollout.num_workers=2", "rollout.group_size=4", "rollout.functions_per_step=2", "env.max_steps=6",
-              "critic.kind=llm", "critic.max_tokens=48", "save_every=1000", "check_sync=false", "rollout.cpu_threads=1")
+              "rollout.plain_base_batches=false", "rollout.num_workers=2", "rollout.group_size=4",
+              "rollout.functions_per_step=2", "rollout.max_live_episodes=2", "env.max_steps=4", "critic.kind=llm",
+              "critic.max_tokens=48", "save_every=1000", "check_sync=false", "rollout.cpu_threads=1")
 
 
-def run_critic(steps: int, overlap: bool, serial: bool, token_ms: float, out: Path) -> list[dict]:
+def run_critic(steps: int, overlap: bool, serial: bool, token_ms: float, out: Path, overrides: list[str]) -> list[dict]:
     import ray
 
     from aac.config import compose
     from aac.training import Trainer
 
-    trainer = Trainer(compose(*CRITIC_RUN, f"max_steps={steps}", f"rollout.critic_overlap={str(overlap).lower()}"), out)
+    trainer = Trainer(compose(*CRITIC_RUN, f"max_steps={steps}", f"rollout.critic_overlap={str(overlap).lower()}",
+                              *overrides), out)
     try:
         (host,) = trainer.pieces.engines.hosts()  # the actor's engine, the critic's too
         ray.get(host.actor.__ray_call__.remote(_slow_steps, token_ms, serial))
@@ -145,6 +150,7 @@ def main() -> None:
     ap.add_argument("--token-ms", type=float, default=20.0, help="engine delay per generated token of a batch step")
     ap.add_argument("--learner-ms", type=float, default=None, help="learner delay per token (default: calibrated)")
     ap.add_argument("--critic", action="store_true", help="critic overlap on a shared vLLM engine (see above)")
+    ap.add_argument("overrides", nargs="*", help="more overrides of the --critic runs (e.g. env.max_steps=2)")
     args = ap.parse_args()
     import os
 
@@ -159,7 +165,7 @@ def main() -> None:
         try:
             arms = [(False, False, "judgments after the play"), (True, True, "overlapped, one call at a time"),
                     (True, False, "overlapped, concurrent host")]
-            rows = {name: run_critic(args.steps, overlap, serial, args.token_ms, root / f"critic{i}")
+            rows = {name: run_critic(args.steps, overlap, serial, args.token_ms, root / f"critic{i}", args.overrides)
                     for i, (overlap, serial, name) in enumerate(arms)}
         finally:
             ray.shutdown()
