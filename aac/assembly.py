@@ -242,11 +242,11 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
             log.info("critic: its own engine (%s serving %s)", cfg.critic.backend or r.engine,
                      cfg.critic.model or cfg.model.name)
         if r.critic_overlap and not use_ray:  # the driver and the critic's thread share in-process engines
-            from aac.engines.serialized import SerializedEngine
+            from aac.engines.serialized import shared
 
-            shared = run.critic is run.actor
-            run.actor = SerializedEngine(run.actor)
-            run.critic = run.actor if shared else run.critic and SerializedEngine(run.critic)
+            same = run.critic is run.actor
+            run.actor = shared(run.actor)
+            run.critic = run.actor if same else run.critic and shared(run.critic)
         run.learner = build_learner(cfg, use_ray=use_ray)
         protocol = training_protocol(cfg.env)
         run.workers = [Placed(PlacedRolloutWorker, r, cfg.env, cfg.critic, cfg.rewards, protocol, run.actor, run.critic,

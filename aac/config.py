@@ -464,7 +464,7 @@ class RolloutConfig:
     # model uses them too. More replicas: more generation throughput, for GPUs the learner leaves idle
     num_engines: int = setting(1, "> 0")
     # vLLM tensor parallelism: each replica's weights sharded over this many GPUs (a model larger than one
-    # GPU), reserved together on one node (a Ray placement group); costs an all-reduce per layer
+    # GPU), all held by the replica's one Ray actor, on one node; costs an all-reduce per layer
     tensor_parallel_size: int = setting(1, "> 0")
     placement: Placement = Placement.ray  # ray: engine, learner, workers in Ray actors | local: one process
     # OpenMP/torch threads of each Ray actor (the learner's update) and of each vLLM CPU engine (in its

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
@@ -31,7 +30,18 @@ from aac.engines.remote import QUIET_ENV, quiet_env
 log = logging.getLogger("aac")
 
 
-ACTOR_DEATH_TIMEOUT_S = 60.0  # a live actor answers a ping within this (a busy one answers after its call)
+CLOSE_TIMEOUT_S = 60.0  # a piece's own shutdown (`close`) ends within this, or the piece is killed
+
+
+def _dead(actor: Any) -> bool:
+    """Ray's own word that an actor is gone: its record in the GCS (Ray's actor table) says DEAD, as
+    it does within milliseconds of its process exiting or being killed, or once its node is lost.
+    Asked of the GCS, not of the actor: a busy actor (inside a minutes-long update or rollout, or
+    queued behind one) is alive, however long its calls take. The table is read directly because
+    `ray.util.state` needs the dashboard, which a run's private Ray does not start."""
+    from ray._private import state
+
+    return state.actors(actor._actor_id.hex())["State"] == "DEAD"
 
 
 def _where() -> dict[str, Any]:
@@ -60,7 +70,6 @@ class Placed(Generic[T]):
         self.name = name
         self._ray = use_ray
         self._build = (cls, args, kwargs, num_gpus, tensor_parallel, env)
-        self.group: Any = None  # the placement group reserving a tensor-parallel piece's GPUs
         self._obj = self._make()
 
     def _make(self) -> Any:
@@ -72,31 +81,16 @@ class Placed(Generic[T]):
         # a piece asking for GPUs gets them to itself: Ray sets its CUDA_VISIBLE_DEVICES; `env`: what
         # its process must start with (e.g. the learner's allocator settings)
         options: dict[str, Any] = {"runtime_env": {"env_vars": env}} if env else {}
-        if tensor_parallel > 1:
-            # the shards' GPUs reserved together on one node; the piece itself holds none, the workers
-            # it starts (vLLM's, on Ray) take the group's bundles
-            from ray.util.placement_group import placement_group
-            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-            self.group = placement_group([{"GPU": num_gpus}] * tensor_parallel, strategy="STRICT_PACK")
-            ray.get(self.group.ready(), timeout=ACTOR_DEATH_TIMEOUT_S)
-            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                self.group, placement_group_capture_child_tasks=True)
-            num_gpus = 0.0
-        actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus, max_restarts=0)(cls)
+        # a tensor-parallel piece holds every shard's GPU, on one node (Ray never splits an actor's
+        # GPUs across nodes): it sees them all, and the shard processes it starts inherit them;
+        # `max_concurrency`: calls a piece serves at once (an engine host: the critic's beside the actor's)
+        actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus * tensor_parallel, max_restarts=0,
+                               max_concurrency=getattr(cls, "max_concurrency", 1))(cls)
         return actor_cls.options(name=None, **options).remote(*args, **kwargs)
 
     def alive(self) -> bool:
-        """Whether the piece still answers (always, in-process)."""
-        if not self._ray:
-            return True
-        import ray
-
-        try:
-            ray.get(self._obj.__ray_ready__.remote(), timeout=ACTOR_DEATH_TIMEOUT_S)
-            return True
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            return False
+        """Whether the piece's actor lives (always, in-process): busy is not dead (`_dead`)."""
+        return not (self._ray and _dead(self._obj))
 
     def pid(self) -> int:
         """The process the piece runs in."""
@@ -112,12 +106,7 @@ class Placed(Generic[T]):
             return {"ip": "local", "node": "-", "gpus": [], "pid": os.getpid()}
         import ray
 
-        where = ray.get(self._obj.__ray_call__.remote(lambda _: _where()))
-        if self.group is not None:  # the GPUs its shards' workers take: the group's, on one node
-            bundles = ray.util.placement_group_table(self.group)["bundles_to_node_id"]
-            where["gpus"] = [f"{len(bundles)} reserved"]
-            where["group_nodes"] = sorted(set(bundles.values()))
-        return where
+        return ray.get(self._obj.__ray_call__.remote(lambda _: _where()))
 
     def members(self) -> list[Placed[T]]:
         """The actors this piece runs in (one; a group of learner ranks: each)."""
@@ -151,9 +140,6 @@ class Placed(Generic[T]):
             import ray
 
             ray.kill(self._obj)
-            if self.group is not None:
-                ray.util.remove_placement_group(self.group)
-                self.group = None
 
     def close(self, method: str = "close") -> None:
         """Call `method` (the piece's own shutdown) and wait for it, then end the actor: a vLLM engine's
@@ -162,7 +148,7 @@ class Placed(Generic[T]):
             if self._ray:
                 import ray
 
-                ray.get(self.submit(method), timeout=ACTOR_DEATH_TIMEOUT_S)
+                ray.get(self.submit(method), timeout=CLOSE_TIMEOUT_S)
             else:
                 getattr(self._obj, method)()
         except Exception as e:  # closing must go on for the other pieces
@@ -208,15 +194,8 @@ class LearnerRanks:
         return list(self.ranks)
 
     def alive(self) -> bool:
-        """Whether every rank answers; a dead one is told at once (while a live one may be blocked in a
-        collective, waiting for it)."""
-        import ray
-
-        try:
-            _first_error([r.actor.__ray_ready__.remote() for r in self.ranks], ACTOR_DEATH_TIMEOUT_S)
-            return True
-        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            return False
+        """Whether every rank lives (a live one may be blocked in a collective, waiting for a dead one)."""
+        return all(r.alive() for r in self.ranks)
 
     def pid(self) -> int:
         return self.ranks[0].pid()
@@ -247,17 +226,14 @@ class LearnerRanks:
         return call
 
 
-def _first_error(futures: list[object], timeout: float | None = None) -> list[Any]:
+def _first_error(futures: list[object]) -> list[Any]:
     """The results of `futures`, or the first one's error as soon as it is known: the others of a
     collective would wait for the failed rank until their own timeout."""
     import ray
 
-    pending, deadline = list(futures), None if timeout is None else time.monotonic() + timeout
+    pending = list(futures)
     while pending:
-        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        ready, pending = ray.wait(pending, num_returns=1, timeout=left)
-        if not ready:
-            raise ray.exceptions.GetTimeoutError(f"no answer within {timeout:g} s")
+        ready, pending = ray.wait(pending, num_returns=1)
         ray.get(ready)  # raises the piece's error
     return ray.get(futures)
 

@@ -192,17 +192,20 @@ def test_qwen3_8b_on_8_fake_gpus_gets_the_placement_it_asks_for(fake_gpu_cluster
     assert ray.available_resources().get("GPU", 0) == 0
     for p in placed:
         p.kill()
-    # tensor parallel 2: each replica's two GPUs reserved together on one node
+    # tensor parallel 2: each replica's host holds its two GPUs, on one node, and sees exactly them
+    # (vLLM's shard processes, started by the host, inherit its CUDA_VISIBLE_DEVICES)
     asks = gpu_asks(compose("+recipe=qwen3_8b", "rollout.num_engines=3", "rollout.tensor_parallel_size=2"))
     check_gpus(asks, cluster_gpus())
     placed, where = _place(asks)
-    for i in range(3):
-        assert where[f"engine replica {i}"]["gpus"] == ["2 reserved"]
-        assert len(where[f"engine replica {i}"]["group_nodes"]) == 1
+    for i, host in enumerate(placed[:3]):
+        gpus = where[f"engine replica {i}"]["gpus"]
+        assert len(set(gpus)) == 2
+        assert ray.get(host.actor.__ray_call__.remote(lambda _: os.environ["CUDA_VISIBLE_DEVICES"])) == ",".join(gpus)
+    assert len({(w["node"], g) for w in where.values() for g in w["gpus"]}) == 7  # none shared
     assert ray.available_resources().get("GPU", 0) == 1
     for p in placed:
         p.kill()
-    deadline = time.time() + 30  # groups released with their pieces (Ray frees them asynchronously)
+    deadline = time.time() + 30  # GPUs released with their pieces (Ray frees them asynchronously)
     while ray.available_resources().get("GPU", 0) < 8 and time.time() < deadline:
         time.sleep(0.2)
     assert ray.available_resources().get("GPU", 0) == 8
@@ -213,6 +216,17 @@ def test_qwen3_8b_on_8_fake_gpus_gets_the_placement_it_asks_for(fake_gpu_cluster
     with pytest.raises(ConfigError, match=r"^rollout.tensor_parallel_size=6 reserves 6 GPUs on one node but the "
                                           r"largest node of the Ray cluster has 4$"):
         check_gpus(gpu_asks(compose("+recipe=qwen3_8b", "rollout.tensor_parallel_size=6")), cluster_gpus())
+
+
+def test_a_tensor_parallel_engine_runs_its_shards_as_its_own_processes(monkeypatch):
+    """Its shards are processes of the engine (vLLM's mp executor), on the GPUs the host sees, not Ray
+    actors asking Ray for GPUs the host already holds."""
+    from aac.engines import factory
+
+    monkeypatch.setattr(factory, "make_engine", lambda kind, model, **kwargs: kwargs)
+    cfg = compose("+recipe=qwen3_8b", "rollout.tensor_parallel_size=2")
+    kwargs = factory.engine_from_config(cfg.model, cfg.rollout, tensor_parallel_size=2)
+    assert kwargs["distributed_executor_backend"] == "mp" and kwargs["tensor_parallel_size"] == 2
 
 
 class Echo(GenerateOnly):

@@ -130,6 +130,9 @@ class Engine(ABC):
     """Batched chat generation with optional LoRA adapters."""
 
     kind: str = ""
+    # serves calls from several threads at once, sharing its batches (vLLM's engine loop, an endpoint);
+    # False: threads sharing it take turns (`aac.engines.serialized.shared`)
+    concurrent: bool = False
 
     def __init__(self) -> None:
         self.stats = EngineStats()

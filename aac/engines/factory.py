@@ -55,9 +55,9 @@ def engine_from_config(model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed:
                       cpu_threads=rollout_cfg.cpu_threads, in_process=rollout_cfg.vllm_in_process,
                       per_request_seeds=rollout_cfg.per_request_seeds)
         if overrides.get("tensor_parallel_size", 1) > 1:
-            # the shards run as Ray workers in the host actor's placement group, which vLLM finds only
-            # when its engine core runs in the host's process
-            kwargs.update(distributed_executor_backend="ray", in_process=True)
+            # the shards run as processes of the engine's own, on the GPUs its host sees (the host holds
+            # them all, aac/placement.py), not as Ray actors, which would ask Ray for GPUs the host holds
+            kwargs.update(distributed_executor_backend="mp")
     elif kind == "openai":
         kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
     kwargs.update(overrides)

@@ -57,6 +57,8 @@ def _transient(error: Exception) -> bool:
 class OpenAIEngine(Engine):
     kind = "openai"
 
+    concurrent = True  # its requests go out from a thread pool, whoever calls
+
     def __init__(self, model_path: str, *, openai: Optional[OpenAIConfig] = None, chat_template_kwargs: Optional[dict] = None,
                  seed: int = 0, return_token_ids: Optional[bool] = None) -> None:
         super().__init__()

@@ -64,13 +64,18 @@ class RemoteEngine(Engine):
 
 
 class EngineHost:
-    """Builds the generation engine where it is placed (a Ray actor, or here) and serves it."""
+    """Builds the generation engine where it is placed (a Ray actor, or here) and serves it, up to
+    `max_concurrency` calls at once (the actor's threads): a critic's judgment and the actor's turns
+    share a vLLM engine's steps; an engine that cannot serve threads at once takes them in turn."""
+
+    max_concurrency = 64  # calls in flight: each worker's collect, submit and critic call, for many workers
 
     def __init__(self, model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed: int, **overrides: Any):
         quiet_env()
         from aac.engines.factory import engine_from_config
+        from aac.engines.serialized import shared
 
-        self.engine = engine_from_config(model_cfg, rollout_cfg, seed, **overrides)
+        self.engine = shared(engine_from_config(model_cfg, rollout_cfg, seed, **overrides))
 
     def generate(self, requests):
         return self.engine.generate(requests)

@@ -7,8 +7,8 @@ own GPUs) behind one `Engine`, so the episode driver, the critic and the sync us
   prompt they share. A request of no episode (the critic's, a score) goes to the least loaded one.
 - **Streaming**: `collect` waits on every replica holding wanted tickets at once (one collect in flight
   per replica, in a thread) and returns whatever is done first; the rest is kept for the next call. An
-  engine actor serves one call at a time, so a turn sent to a replica whose collect is in flight
-  waits for that collect to return (as with one engine).
+  engine host serves calls at once (aac/engines/remote.py), so a turn sent to a replica whose collect
+  is in flight starts at once.
 - **Adapters**: `load_adapter` loads into every replica before it returns; `adapter_version` is the
   oldest any replica serves, and `replicas()` lists them for the per-replica sync check.
 - Each result names its replica (`GenResult.replica`), so a run can count the episodes each served.

@@ -1,7 +1,7 @@
-"""An in-process engine shared by threads (the episode driver and a critic overlapping it): one call
-at a time, in the order they came (a plain lock lets the driver's next collect win every time, and
-the critic would wait for the last episode). An engine in a Ray actor needs none: the actor runs its
-calls one at a time, in order, already."""
+"""An engine that cannot serve threads at once (`Engine.concurrent` false: the HF engine), shared by
+threads (the episode driver and a critic overlapping it, in-process or in an engine host's Ray
+actor): one call at a time, in the order they came (a plain lock lets the driver's next collect win
+every time, and the critic would wait for the last episode)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ class _FifoLock:
         with self._turn:
             self._serving += 1
             self._turn.notify_all()
+
+
+def shared(engine: Engine) -> Engine:
+    """`engine`, ready for calls from several threads at once."""
+    return engine if engine.concurrent else SerializedEngine(engine)
 
 
 class SerializedEngine(Engine):

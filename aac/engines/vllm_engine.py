@@ -15,10 +15,15 @@ on for the CPU build, where it is exact even right after adapter batches (tests/
 off on GPUs, where LoRA kernels are cheap and vLLM #42008 reports stale adapter deltas on exactly
 such batches (MoE models).
 
-Every call adds its requests to the one vLLM engine and steps it until they are done (`_run`); a step
-serves every request in the engine, and outputs wait in `_finished` until their caller claims them.
-So `submit` / `collect` stream (a turn's reply comes back while others decode) and a plain batch
-(the critic's) can run beside a stream without taking or losing outputs.
+One thread drives vLLM (`_loop`): it steps the engine while any request is unfinished, whether or not
+a call is waiting, and between two steps runs the calls' work (adding their requests, loading an
+adapter) in the order it came. Callers (any number of threads: an engine host serves the critic's
+calls beside the actor's) hand it that work and wait for their outputs, which wait in `_finished`
+until claimed. So `submit` / `collect` stream (a turn's reply comes back while others decode), and a
+critic batch shares the engine's steps with the actor's turns instead of stalling them. Plain (LoRA
+off) and LoRA requests never share a step (the mixed-batch pitfall above): whichever kind comes
+second waits until the other's requests in flight are done. An adapter load waits until nothing is
+in flight, and what comes after it waits for the load.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ import logging
 import os
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Optional
 
@@ -105,6 +113,7 @@ def _on_cpu() -> bool:
 
 class VLLMEngine(Engine):
     kind = "vllm"
+    concurrent = True  # calls from any number of threads share the engine loop
 
     def __init__(self, model_path: str, *, dtype: str = "float32", max_model_len: int = 2048,
                  chat_template_kwargs: Optional[dict] = None, enable_lora: bool = True, max_lora_rank: int = 16,
@@ -152,7 +161,12 @@ class VLLMEngine(Engine):
         # without, the batch samples from the engine's generator (seeded by `seed`) in one draw
         self.per_request_seeds = _on_cpu() if per_request_seeds is None else per_request_seeds
         self.max_model_len = max_model_len
-        self._lock = threading.Lock()  # vLLM's LLM is not safe to call from two threads at once
+        # guards what the calls and the loop share (below); vLLM itself is driven by the loop thread only
+        self._cv = threading.Condition()
+        self._tokenize = threading.Lock()  # chat templates rendered one at a time (a fast tokenizer is not re-entrant)
+        self._work: deque[tuple[Callable[[], Any], Future, Callable[[], bool]]] = deque()  # (work, its result, blocked)
+        self._live: dict[str, bool] = {}  # request id in vLLM -> whether it runs with LoRA
+        self._stopped: Optional[str] = None  # why the loop ended (closed, or vLLM failed): calls fail with it
         self.max_lora_rank = max_lora_rank
         self._ids = itertools.count(IDENTITY_ID + 1)
         self._adapters: dict[str, tuple[int, Any]] = {}  # name -> (version, LoRARequest)
@@ -170,6 +184,8 @@ class VLLMEngine(Engine):
             if not engine.add_lora(self._identity):
                 raise EngineError(f"vLLM refused the identity adapter at {path}")
             engine.pin_lora(IDENTITY_ID)
+        self._thread = threading.Thread(target=self._loop, name="aac-vllm-loop", daemon=True)
+        self._thread.start()
         log.info("vLLM engine ready in %.1f s (lora=%s)", self.start_s, enable_lora)
 
     # ------------------------------------------------------------------ adapters
@@ -188,7 +204,8 @@ class VLLMEngine(Engine):
 
         request = LoRARequest(f"{name}@v{version}", next(self._ids), str(path))
         engine = self.llm.llm_engine
-        with self._lock:
+
+        def load() -> None:
             self._no_streams("load_adapter")
             if not engine.add_lora(request):
                 raise EngineError(f"vLLM could not load adapter {name} v{version} from {path}")
@@ -197,14 +214,104 @@ class VLLMEngine(Engine):
             if old is not None:
                 engine.remove_lora(old[1].lora_int_id)
 
+        self._when_idle(load)
+
     def _no_streams(self, what: str) -> None:
         """New weights under requests in flight would serve one reply with two models."""
         if self._streams:
             raise EngineError(f"{what} with {len(self._streams)} submitted request(s) not yet collected")
 
     def adapter_version(self, name: str) -> Optional[int]:
-        entry = self._adapters.get(name)
+        with self._cv:
+            entry = self._adapters.get(name)
         return entry[0] if entry else None
+
+    # ------------------------------------------------------------------ the engine loop
+    def _loop(self) -> None:
+        """Step vLLM while any request is unfinished; between steps, run the calls' work in order (the
+        first that is blocked holds the rest back). Ends at `close`, or when vLLM fails."""
+        engine = self.llm.llm_engine
+        try:
+            while True:
+                with self._cv:
+                    self._cv.wait_for(lambda: self._stopped or self._work or self._live)
+                    if self._stopped:
+                        return
+                    while self._work and not self._work[0][2]():
+                        work, result, _ = self._work.popleft()
+                        try:
+                            result.set_result(work())
+                        except BaseException as e:  # the caller's error (an unknown adapter, ...)
+                            result.set_exception(e)
+                    if not self._live:
+                        continue
+                outputs = engine.step()
+                with self._cv:
+                    for out in outputs:
+                        if out.finished:
+                            self._finished[out.request_id] = out
+                            self._live.pop(out.request_id, None)
+                    if not engine.has_unfinished_requests() and self._live:
+                        raise EngineError(f"vLLM finished without {len(self._live)} request(s)")
+                    self._cv.notify_all()
+        except BaseException as e:
+            log.error("the vLLM engine loop stopped: %s", e)
+            with self._cv:
+                self._stopped = f"the vLLM engine loop stopped: {type(e).__name__}: {e}"
+                self._cv.notify_all()
+        finally:
+            with self._cv:
+                for _, result, _ in self._work:
+                    result.set_exception(EngineError(self._stopped or "the vLLM engine was closed"))
+                self._work.clear()
+
+    def _on_loop(self, work: Callable[[], Any], blocked: Callable[[], bool] = lambda: False) -> Any:
+        """`work()` run by the loop thread between two steps, once `blocked()` is false (both under the
+        condition, after the work handed in before it); its result or error."""
+        result: Future = Future()
+        with self._cv:
+            self._alive()
+            self._work.append((work, result, blocked))
+            self._cv.notify_all()
+        return result.result()
+
+    def _when_idle(self, work: Callable[[], Any]) -> Any:
+        """`work` once no request is in flight: new weights under requests in flight would serve one
+        reply with two models."""
+        return self._on_loop(work, lambda: bool(self._live))
+
+    def _alive(self) -> None:
+        if self._stopped:
+            raise EngineError(self._stopped)
+
+    def _wait(self, ids: list[Any], *, every: bool) -> None:
+        """Until every one (every=False: some) of `ids` is in `_finished`. Under the condition."""
+        done = all if every else any
+        self._cv.wait_for(lambda: self._stopped or done(i in self._finished for i in ids))
+        self._alive()
+
+    def _add(self, prompt_ids: list[list[int]], params: Any, loras: Callable[[], Optional[list[Any]]]) -> list[str]:
+        """Add requests to vLLM from the loop, with the LoRA requests `loras()` picks there (None: LoRA
+        off); they wait while requests of the other kind are in flight. Their request ids."""
+        picked: list[Any] = []  # loras()'s answer (or its error), asked once the call is next in line
+
+        def blocked() -> bool:
+            if not picked:
+                try:
+                    picked.append(loras())
+                except Exception as e:  # the call's to raise, not the loop's
+                    picked.append(e)
+            if isinstance(picked[0], Exception):
+                return False
+            use = picked[0] is not None
+            return any(lora != use for lora in self._live.values())
+
+        def add() -> list[str]:
+            if isinstance(picked[0], Exception):
+                raise picked[0]
+            return self._enqueue(prompt_ids, params, picked[0])
+
+        return self._on_loop(add, blocked)
 
     def _lora(self, adapter: Optional[str]) -> tuple[Any, Optional[int]]:
         if adapter is None:
@@ -235,12 +342,13 @@ class VLLMEngine(Engine):
     def _prepare(self, requests: list[GenRequest]) -> tuple[list[list[int]], list[int]]:
         """Prompt ids per request, and the indices that fit (vLLM rejects a whole batch over one
         overlong prompt: those are answered apart, the others still run)."""
-        prompt_ids = [prompt_tokens(self.tokenizer, r, self.chat_template_kwargs) for r in requests]
+        with self._tokenize:
+            prompt_ids = [prompt_tokens(self.tokenizer, r, self.chat_template_kwargs) for r in requests]
         return prompt_ids, [i for i, ids in enumerate(prompt_ids) if len(ids) < self.max_model_len]
 
     def _enqueue(self, prompt_ids: list[list[int]], params: Any, loras: Optional[list[Any]]) -> list[str]:
         """Add requests to the engine (not run yet); returns their request ids, which its outputs
-        carry. Under the lock."""
+        carry. On the loop thread."""
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
@@ -257,32 +365,21 @@ class VLLMEngine(Engine):
             if ids:  # none of a batch that failed stays in the engine
                 engine.abort_request(ids)
             raise
+        self._live.update(dict.fromkeys(ids, loras is not None))
         return ids
 
-    def _step_until(self, ids: list[str], *, every: bool) -> None:
-        """Run engine steps until every one (or, with every=False, some) of `ids` is finished. Each
-        step serves all requests in the engine: finished outputs that are not ours wait in
-        `_finished` for whoever added them (a stream, another caller's batch). Under the lock."""
-        engine = self.llm.llm_engine
-        done = all if every else any
-        while ids and not done(i in self._finished for i in ids):
-            if not engine.has_unfinished_requests():
-                raise EngineError(f"vLLM finished without {sum(i not in self._finished for i in ids)} request(s)")
-            for out in engine.step():
-                if out.finished:
-                    self._finished[out.request_id] = out
-
-    def _run(self, prompt_ids: list[list[int]], params: Any, loras: Optional[list[Any]]) -> list[Any]:
-        """vLLM's outputs for these prompts, in order (what `LLM.generate` does, without taking the
-        outputs of requests other callers have in flight)."""
-        ids = self._enqueue(prompt_ids, params, loras)
-        self._step_until(ids, every=True)
-        return [self._finished.pop(i) for i in ids]
+    def _run(self, prompt_ids: list[list[int]], params: Any, loras: Callable[[], Optional[list[Any]]]) -> list[Any]:
+        """vLLM's outputs for these prompts, in order (what `LLM.generate` does, beside other callers'
+        requests in flight)."""
+        ids = self._add(prompt_ids, params, loras)
+        with self._cv:
+            self._wait(ids, every=True)
+            return [self._finished.pop(i) for i in ids]
 
     def _batch_lora(self, any_adapter: bool) -> bool:
-        """Whether a batch runs with LoRA requests; a stream in flight uses LoRA (see `submit`), so a
-        batch added beside it must too, or vLLM would mix plain and LoRA requests."""
-        return self._use_lora(any_adapter or bool(self._streams))
+        """Whether a batch runs with LoRA requests: also when LoRA requests are in flight (a stream
+        always uses LoRA, see `submit`), which it may then share steps with rather than wait for."""
+        return self._use_lora(any_adapter or bool(self._streams) or any(self._live.values()))
 
     @staticmethod
     def _result(req: GenRequest, prompt_ids: list[int], out: Any, version: Optional[int]) -> GenResult:
@@ -300,14 +397,20 @@ class VLLMEngine(Engine):
         prompt_ids, run = self._prepare(requests)
         results: list[Any] = [None if i in run else too_long(r, ids, self.max_model_len)
                               for i, (r, ids) in enumerate(zip(requests, prompt_ids))]
-        with self._lock:  # adapters resolved under the lock: a concurrent hot-load cannot swap them
-            loras = [self._lora(r.adapter) for r in requests]
+        # adapters resolved on the loop, where a load runs only with nothing in flight: a concurrent
+        # hot-load cannot swap them under the batch
+        loras: list[tuple[Any, Optional[int]]] = []
+
+        def pick() -> Optional[list[Any]]:
+            loras.extend(self._lora(r.adapter) for r in requests)
             use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
-            outputs = self._run([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run),
-                                [loras[i][0] for i in run] if use_lora else None)
+            return [loras[i][0] for i in run] if use_lora else None
+
+        outputs = self._run([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run), pick)
         for i, out in zip(run, outputs):
             results[i] = self._result(requests[i], prompt_ids[i], out, loras[i][1])
-        self._account(results, started)
+        with self._cv:
+            self._account(results, started)
         return results
 
     def submit(self, requests: list[GenRequest]) -> list[Any]:
@@ -315,12 +418,15 @@ class VLLMEngine(Engine):
         requests always run with LoRA when it is enabled (base ones through the identity adapter):
         requests added later, with or without an adapter, may share their batches."""
         prompt_ids, run = self._prepare(requests)
+        loras: list[tuple[Any, Optional[int]]] = []
+
+        def pick() -> Optional[list[Any]]:
+            loras.extend(self._lora(r.adapter) for r in requests)
+            return [loras[i][0] for i in run] if self._use_lora(True) else None
+
+        ids = iter(self._add([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run), pick))
         tickets: list[Any] = []
-        with self._lock:
-            loras = [self._lora(r.adapter) for r in requests]
-            use_lora = self._use_lora(True)
-            ids = iter(self._enqueue([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run),
-                                     [loras[i][0] for i in run] if use_lora else None))
+        with self._cv:
             for i, (req, ids_i) in enumerate(zip(requests, prompt_ids)):
                 ticket = next(ids) if i in run else f"too-long-{next(self._too_long)}"
                 self._streams[ticket] = (req, ids_i, loras[i][1])
@@ -330,18 +436,18 @@ class VLLMEngine(Engine):
         return tickets
 
     def collect(self, tickets: list[object]) -> list[tuple[Any, GenResult]]:
-        if unknown := [t for t in tickets if t not in self._streams]:
-            raise EngineError(f"collect: {len(unknown)} ticket(s) were never submitted or already collected")
         started = time.perf_counter()
-        with self._lock:
-            self._step_until(list(tickets), every=False)
+        with self._cv:
+            if unknown := [t for t in tickets if t not in self._streams]:
+                raise EngineError(f"collect: {len(unknown)} ticket(s) were never submitted or already collected")
+            self._wait(list(tickets), every=False)
             got = []
             for t in tickets:
                 if t in self._finished:
                     (req, ids, version), out = self._streams.pop(t), self._finished.pop(t)
                     got.append((t, too_long(req, ids, self.max_model_len) if out is None else
                                 self._result(req, ids, out, version)))
-        self._account([r for _, r in got], started)
+            self._account([r for _, r in got], started)
         return got
 
     def next_token_logprobs(self, requests: list[GenRequest], candidates: list[str]) -> list[TokenLogprobs]:
@@ -357,14 +463,18 @@ class VLLMEngine(Engine):
         prompt_ids, run = self._prepare(requests)
         results: list[Any] = [None if i in run else too_long_logprobs(p, self.max_model_len)
                               for i, p in enumerate(prompt_ids)]
-        with self._lock:
+
+        def pick() -> Optional[list[Any]]:
             loras = [self._lora(r.adapter)[0] for r in requests]
             use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
-            outputs = self._run([prompt_ids[i] for i in run], params, [loras[i] for i in run] if use_lora else None)
+            return [loras[i] for i in run] if use_lora else None
+
+        outputs = self._run([prompt_ids[i] for i in run], params, pick)
         for i, out in zip(run, outputs):
             step = out.outputs[0].logprobs[0]
             results[i] = TokenLogprobs(merge_candidates({t: lp.logprob for t, lp in step.items()}, ids), prompt_ids[i])
-        self._account_next_token(results, started)
+        with self._cv:
+            self._account_next_token(results, started)
         return results
 
     def score(self, prompt_ids: list[int], completion_ids: list[int], adapter: Optional[str]) -> list[float]:
@@ -374,10 +484,12 @@ class VLLMEngine(Engine):
 
         # prompt_logprobs=0 returns each prompt token's own log-prob; the one generated token is ignored
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
-        with self._lock:
+
+        def pick() -> Optional[list[Any]]:
             lora, _ = self._lora(adapter)
-            use_lora = self._batch_lora(adapter is not None)
-            out = self._run([list(prompt_ids) + list(completion_ids)], params, [lora] if use_lora else None)[0]
+            return [lora] if self._batch_lora(adapter is not None) else None
+
+        out = self._run([list(prompt_ids) + list(completion_ids)], params, pick)[0]
         tail = out.prompt_logprobs[len(prompt_ids):]
         return [step[t].logprob for t, step in zip(completion_ids, tail)]
 
@@ -385,6 +497,11 @@ class VLLMEngine(Engine):
         llm = getattr(self, "llm", None)
         if llm is None:
             return
+        if hasattr(self, "_thread"):
+            with self._cv:  # the loop ends after its step; calls waiting fail
+                self._stopped = "the vLLM engine was closed"
+                self._cv.notify_all()
+            self._thread.join()
         self.llm = None
         try:
             llm.llm_engine.engine_core.shutdown()

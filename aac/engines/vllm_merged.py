@@ -63,12 +63,15 @@ class MergedVLLMEngine(VLLMEngine):
         if not (Path(path) / "adapter_config.json").exists():
             raise EngineError(f"not a peft adapter folder (no adapter_config.json): {path}")
         started = time.perf_counter()
-        with self._lock:
+
+        def load() -> None:
             self._no_streams("load_adapter")
             self.llm.collective_rpc("aac_load_merged", args=(str(path),))
             if not self.llm.reset_prefix_cache():
                 raise EngineError("vLLM could not reset its prefix cache after new weights were loaded")
             self._adapters = {name: (version, None)}  # the weights now hold this adapter only
+
+        self._when_idle(load)
         self.merge_s = time.perf_counter() - started
 
     def _lora(self, adapter: Optional[str]) -> tuple[Any, Optional[int]]:

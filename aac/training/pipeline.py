@@ -9,7 +9,8 @@ carries the version that generated it, checked against the one the engine served
 
 A collected-ahead batch is the run's state between steps: checkpoints save it and a resumed run
 trains on it, so resume stays exact. A retry after a piece died plays the same step again with the
-same seeds, on an engine serving the same version.
+same seeds, on an engine serving the same version; a death that spares the rollout sent ahead (the
+learner's, mid-update) leaves it running, and it is collected once, as it is (tests/test_faults.py).
 """
 
 from __future__ import annotations

@@ -49,7 +49,8 @@ class Supervisor:
 
     def _recover(self, phase: str, error: Exception) -> None:
         """Rebuild and restore what died (again, if a piece dies while being restored); re-raise
-        `error` when nothing did."""
+        `error` when nothing did. Dead is Ray's record (`Placed.alive`): pieces inside long calls (the
+        workers playing the rollout sent ahead while the learner died mid-update) are left to finish."""
         rebuilt: list[str] = []
         while True:
             dead = self.run.rebuild_dead()
