@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from aac.cli import output_dir, run_hydra
 from aac.config import TrainConfig
@@ -98,7 +98,7 @@ def file_name(uid: str) -> str:
     return re.sub(r"[^\w.-]+", "_", uid).strip("_.") + ".md"
 
 
-def _code(text: Any, limit: int = 300) -> str:
+def _code(text: object, limit: int = 300) -> str:
     text = str(text)
     text = text if len(text) <= limit else text[:limit] + " …"
     return "`" + text.replace("`", "'").replace("\n", " ").replace("|", "\\|") + "`"
@@ -149,7 +149,7 @@ def _quote(text: str) -> list[str]:
     return [f"> {line}" if line else ">" for line in str(text).splitlines()]
 
 
-def _result(output: Any, error: Optional[str]) -> str:
+def _result(output: object, error: Optional[str]) -> str:
     return f"raised {_code(error)}" if error else _code(output)
 
 

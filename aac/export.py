@@ -55,7 +55,7 @@ class Provenance:
         step = json.loads(trainer.read_text()).get("step") if trainer.is_file() else None
         return cls(adapter, run_dir, run_cfg, step)
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         from omegaconf import OmegaConf
 
         if self.run_cfg is None:

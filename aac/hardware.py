@@ -13,9 +13,12 @@ import ctypes
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.config import ConfigError
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
 
 # the oldest NVIDIA driver branch whose CUDA each CUDA major version needs (CUDA's minor-version
 # compatibility: any 13.x build runs on a 13.0 driver)
@@ -58,7 +61,7 @@ def this_machine() -> Machine:
                    torch.cuda.device_count() if available else 0)
 
 
-def gpus_asked(cfg: Any) -> tuple[int, str]:
+def gpus_asked(cfg: TrainConfig) -> tuple[int, str]:
     """The whole GPUs a run's pieces need on this machine, and which keys ask for them."""
     from aac.placement import gpu_asks
 
@@ -98,14 +101,14 @@ def check_machine(wanted: int, asks: str, m: Machine) -> None:
                             f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
 
 
-def joins_a_cluster(cfg: Any) -> bool:
+def joins_a_cluster(cfg: TrainConfig) -> bool:
     """Whether the run is placed on a Ray cluster it did not start (whose GPUs are not this machine's)."""
     from omegaconf import OmegaConf
 
     return cfg.rollout.placement == "ray" and bool(OmegaConf.select(cfg, "ray.address") or os.environ.get("RAY_ADDRESS"))
 
 
-def check_hardware(cfg: Any, machine: Optional[Machine] = None) -> None:
+def check_hardware(cfg: TrainConfig, machine: Optional[Machine] = None) -> None:
     """The GPUs `cfg` asks for, checked against this machine (`HardwareError`, one line); nothing to check
     where the run joins a Ray cluster or asks for no GPU."""
     if joins_a_cluster(cfg):
@@ -115,7 +118,7 @@ def check_hardware(cfg: Any, machine: Optional[Machine] = None) -> None:
         check_machine(wanted, asks, machine or this_machine())
 
 
-def check_run(cfg: Any, command: str) -> Optional[dict[str, int]]:
+def check_run(cfg: TrainConfig, command: str) -> Optional[dict[str, int]]:
     """`check_hardware`, then whether the learner's predicted peak fits its device
     (`aac.learner.memory.check_fit`): a refusal ends `command` with one line (SystemExit). Returns the
     learner's predicted peak by component (None: the model's shape is not known here)."""

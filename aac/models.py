@@ -22,7 +22,11 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +192,7 @@ def _build_qwen3(out: Path, *, shape: Optional[Shape], heads: tuple[int, int] = 
 SHARD_BYTES = 2 * 2**30
 
 
-def _write_random(out: Path, config: Any, dtype: Any) -> None:
+def _write_random(out: Path, config: PretrainedConfig, dtype: torch.dtype) -> None:
     """A model of `config` with random weights (seed 0: normal(0, initializer_range), norms 1), written to
     `out` shard by shard on the CPU: no GPU is touched and at most one shard (2 GB) is held, so the 8B
     shape (16 GB) is built once by the driver, before any piece starts, and every piece loads it from disk."""

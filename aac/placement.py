@@ -33,7 +33,7 @@ log = logging.getLogger("aac")
 CLOSE_TIMEOUT_S = 60.0  # a piece's own shutdown (`close`) ends within this, or the piece is killed
 
 
-def _dead(actor: Any) -> bool:
+def _dead(actor: object) -> bool:
     """Ray's own word that an actor is gone: its record in the GCS (Ray's actor table) says DEAD, as
     it does within milliseconds of its process exiting or being killed, or once its node is lost.
     Asked of the GCS, not of the actor: a busy actor (inside a minutes-long update or rollout, or

@@ -113,7 +113,7 @@ class _Schemas:
     def __init__(self, spec: dict):
         self.spec = spec
 
-    def deref(self, node: Any, depth: int = 0) -> Any:
+    def deref(self, node: object, depth: int = 0) -> Any:
         """`node` with a local `$ref` followed (an unresolvable one is an empty schema)."""
         while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth < 20:
             target: Any = self.spec
@@ -131,7 +131,7 @@ class _Schemas:
             kind = "object" if "properties" in schema or "allOf" in schema else "array" if "items" in schema else "string"
         return kind
 
-    def value(self, schema: Any, hint: str = "", depth: int = 0) -> Any:
+    def value(self, schema: object, hint: str = "", depth: int = 0) -> Any:
         """A value of `schema`: its example, default or first enum value, else one of its type."""
         schema = self.deref(schema)
         for key in ("example", "default"):
@@ -223,7 +223,7 @@ class Operation:
     errors: list[tuple[str, str]] = field(default_factory=list)  # declared error (status, description)
     intent: str = ""
 
-    def path_with(self, values: dict[str, Any]) -> str:
+    def path_with(self, values: dict[str, object]) -> str:
         return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), self.route)
 
 
@@ -233,7 +233,7 @@ def _snake(text: str) -> str:
     return ("op_" + text if not text or text[0].isdigit() else text)[:48]
 
 
-def _sentence(text: Any) -> str:
+def _sentence(text: object) -> str:
     flat = " ".join(str(text or "").split())
     return flat if not flat or flat[-1] in ".!?" else flat + "."
 
@@ -256,7 +256,7 @@ def _json_example(media: dict, schemas: _Schemas) -> tuple[bool, Any]:
     return False, None
 
 
-def _json_media(content: Any) -> dict | None:
+def _json_media(content: object) -> dict | None:
     if not isinstance(content, dict):
         return None
     for media, body in content.items():

@@ -265,7 +265,7 @@ class VLLMEngine(Engine):
                     result.set_exception(EngineError(self._stopped or "the vLLM engine was closed"))
                 self._work.clear()
 
-    def _on_loop(self, work: Callable[[], Any], blocked: Callable[[], bool] = lambda: False) -> Any:
+    def _on_loop(self, work: Callable[[], object], blocked: Callable[[], bool] = lambda: False) -> Any:
         """`work()` run by the loop thread between two steps, once `blocked()` is false (both under the
         condition, after the work handed in before it); its result or error."""
         result: Future = Future()
@@ -275,7 +275,7 @@ class VLLMEngine(Engine):
             self._cv.notify_all()
         return result.result()
 
-    def _when_idle(self, work: Callable[[], Any]) -> Any:
+    def _when_idle(self, work: Callable[[], object]) -> Any:
         """`work` once no request is in flight: new weights under requests in flight would serve one
         reply with two models."""
         return self._on_loop(work, lambda: bool(self._live))
@@ -284,7 +284,7 @@ class VLLMEngine(Engine):
         if self._stopped:
             raise EngineError(self._stopped)
 
-    def _wait(self, ids: list[Any], *, every: bool) -> None:
+    def _wait(self, ids: list[object], *, every: bool) -> None:
         """Until every one (every=False: some) of `ids` is in `_finished`. Under the condition."""
         done = all if every else any
         self._cv.wait_for(lambda: self._stopped or done(i in self._finished for i in ids))

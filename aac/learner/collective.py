@@ -4,7 +4,7 @@ the group's device for the collective and comes back where it was."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -13,7 +13,7 @@ import torch.distributed as dist
 BACKEND_DEVICE = {"nccl": "cuda", "gloo": "cpu"}
 
 
-def group_device(group: Optional[Any] = None) -> torch.device:
+def group_device(group: Optional[dist.ProcessGroup] = None) -> torch.device:
     """The device `group`'s backend reduces on (the default group's when None)."""
     backend = str(dist.get_backend(group))
     kind = BACKEND_DEVICE.get(backend)
@@ -23,7 +23,8 @@ def group_device(group: Optional[Any] = None) -> torch.device:
     return torch.device("cuda", torch.cuda.current_device()) if kind == "cuda" else torch.device(kind)
 
 
-def all_reduce(tensor: torch.Tensor, op: Any = dist.ReduceOp.SUM, group: Optional[Any] = None) -> torch.Tensor:
+def all_reduce(tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM,
+               group: Optional[dist.ProcessGroup] = None) -> torch.Tensor:
     """`tensor` reduced over `group` in place, through the group's device (a copy there and back where
     `tensor` lives elsewhere); returns `tensor`."""
     device = group_device(group)

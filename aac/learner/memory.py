@@ -25,9 +25,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.config import ConfigError
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
+    from aac.config import TrainConfig
+    from aac.learner.packing import PackedRow
 
 log = logging.getLogger(__name__)
 GiB = 2**30
@@ -53,7 +59,7 @@ class Dims:
     tied: bool = False
 
     @classmethod
-    def of(cls, config: Any) -> Dims:
+    def of(cls, config: PretrainedConfig) -> Dims:
         heads = config.num_attention_heads
         return cls(config.vocab_size, config.hidden_size, config.intermediate_size, config.num_hidden_layers, heads,
                    getattr(config, "num_key_value_heads", None) or heads,
@@ -88,7 +94,7 @@ class Batch:
         return cls(tokens, int(tokens * ASSUMED_PATH_RATIO), tokens * max_model_len)
 
     @classmethod
-    def of_row(cls, row: Any) -> Batch:
+    def of_row(cls, row: PackedRow) -> Batch:
         """The exact figures of a `PackedRow` (`aac.learner.packing`)."""
         from aac.learner.packing import segments
 
@@ -122,7 +128,7 @@ def layer_bytes(d: Dims, b: int, r: int, batch: Batch, *, fused_mlp: bool, expan
     return {"layer_saved": saved, "backward_working": working}
 
 
-def predict(dims: Dims, cfg: Any, *, device: str = "cuda", batch: Optional[Batch] = None,
+def predict(dims: Dims, cfg: TrainConfig, *, device: str = "cuda", batch: Optional[Batch] = None,
             max_model_len: int = 4096) -> dict[str, int]:
     """Peak bytes of an update of `cfg` (a `LearnerConfig`) on `dims`, by component, and their `total`."""
     b = DTYPE_BYTES[str(cfg.dtype)]
@@ -190,7 +196,7 @@ class MemoryFitError(ConfigError):
     """A learner setting predicted not to fit its device (one line)."""
 
 
-def check_fit(cfg: Any, capacity: Optional[tuple[str, int]] = None) -> Optional[dict[str, int]]:
+def check_fit(cfg: TrainConfig, capacity: Optional[tuple[str, int]] = None) -> Optional[dict[str, int]]:
     """Refuse (`MemoryFitError`) a run whose learner is predicted
     to need more than `HEADROOM` of its device; the prediction, or None where the model's shape is unknown."""
     dims = model_dims(cfg.model.name)

@@ -5,25 +5,31 @@ optimizer states) are not counted: `peak` is what the block adds at its highest 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+if TYPE_CHECKING:
+    from aac.learner.batching import Sample
+    from aac.learner.learner import Learner
+
 
 class TensorPeak(TorchDispatchMode):
     """`with TensorPeak(existing) as tp: ...` then `tp.peak` (bytes); `existing`: tensors whose storage
     lives before the block and is not to be counted (weights, optimizer states)."""
 
-    def __init__(self, existing: Any = ()):
+    def __init__(self, existing: Iterable[torch.Tensor] = ()):
         super().__init__()
         self.skip = {StorageWeakRef(t.untyped_storage()).cdata for t in existing}
         self.live: dict[int, tuple[StorageWeakRef, int]] = {}
         self.current = self.peak = 0
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(self, func: Callable[..., object], types: object, args: tuple = (),
+                           kwargs: Optional[dict] = None) -> object:
         out = func(*args, **(kwargs or {}))
         for dead in [k for k, (ref, _) in self.live.items() if ref.expired()]:
             self.current -= self.live.pop(dead)[1]
@@ -38,7 +44,7 @@ class TensorPeak(TorchDispatchMode):
         return out
 
 
-def update_peak(learner: Any, samples: Any) -> dict[str, int]:
+def update_peak(learner: Learner, samples: Sequence[Sample]) -> dict[str, int]:
     """The bytes a learner holds at the highest point of an update of `samples` on the CPU: its weights,
     adapter and optimizer state (counted), plus what the update adds (`TensorPeak`, after one warm-up update
     that creates the optimizer's moments)."""

@@ -109,7 +109,7 @@ class EpisodeLog:
         episode_files.write_step(self.root, step, self.last)
         return self.last
 
-    def table(self, wandb_run: Any, step: int) -> bool:
+    def table(self, wandb_run: object, step: int) -> bool:
         """Log the last step's records as a wandb Table when `step` is due (`table_every`); whether it was."""
         if wandb_run is None or not self.last or not self.table_every or step % self.table_every:
             return False

@@ -80,7 +80,7 @@ class ResumePoint:
     checkpoint: Optional[Path]  # the intact checkpoint it goes on from; None: killed before its first
 
 
-def _wants(resume: Any) -> Optional[str]:
+def _wants(resume: object) -> Optional[str]:
     """`cfg.resume` as None (fresh), "true" (the run in out_dir) or a path."""
     text = str(resume)
     if resume in (False, None) or text.lower() in ("false", "none", ""):
@@ -88,7 +88,7 @@ def _wants(resume: Any) -> Optional[str]:
     return "true" if resume is True or text.lower() == "true" else text
 
 
-def resume_point(resume: Any, out_dir: Path) -> Optional[ResumePoint]:
+def resume_point(resume: object, out_dir: Path) -> Optional[ResumePoint]:
     """Where `resume` (`cfg.resume`) goes on from; None for a fresh run."""
     want = _wants(resume)
     if want is None:
@@ -126,7 +126,7 @@ def _override_keys(overrides: Sequence[str]) -> list[str]:
     return keys
 
 
-def _leaves(node: Any, prefix: str = "") -> list[str]:
+def _leaves(node: object, prefix: str = "") -> list[str]:
     if isinstance(node, dict):
         return [k for name, v in node.items() for k in _leaves(v, f"{prefix}{name}.")] or [prefix[:-1]]
     return [prefix[:-1]]
@@ -163,7 +163,7 @@ def restore_config(cfg: TrainConfig, point: ResumePoint, overrides: Optional[Seq
     return saved
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     return "(unset)" if value is _ABSENT else str(value)
 
 

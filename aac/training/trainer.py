@@ -52,7 +52,7 @@ def log_critic_card(cfg: TrainConfig) -> None:
         (log.warning if status.startswith(NEVER_CHECKED) else log.info)("critic: %s", status)
 
 
-def log_step(step: int, total: int, m: dict[str, Any], kl_term: bool) -> None:
+def log_step(step: int, total: int, m: dict[str, object], kl_term: bool) -> None:
     """A step's one log line (kl nan: the run has no KL term, where 0.0000 would read as a policy that did not move)."""
     log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
              "rollout %.1fs (%.0f tok/s) update %.1fs", step, total,
