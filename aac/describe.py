@@ -69,7 +69,10 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
         path = Path(spec).expanduser()
         if not path.is_file():
             raise DescribeError(f"target={target}: no such file")
-        rows = _pau_rows(path)
+        try:
+            rows = _pau_rows(path)
+        except (ValueError, OSError) as e:  # a line that is not JSON, bytes that are not UTF-8
+            raise DescribeError(f"target={target}: {e}") from None
         if rows is not None:
             domains = {r.get("domain") or "pau" for r in rows}
             if len(domains) > 1:
@@ -77,7 +80,7 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
             return rows, domains.pop()
     try:
         instances, summary = rows_from_source(target, seed=seed)
-    except (SourceError, OSError) as e:
+    except (ValueError, OSError) as e:  # a source, spec or module that cannot be read (SourceError, SpecError, ...)
         raise DescribeError(f"target={target}: {e}") from None
     log.info("%s", summary.text().strip())
     if not instances:

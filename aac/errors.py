@@ -35,7 +35,9 @@ def debug() -> bool:
 
 
 def one_line(e: BaseException) -> str:
-    """`aac: <what>: <message>` on one line (a message of several lines is joined with '; ')."""
+    """`aac: <what>: <message>` on one line (a message of several lines is joined with '; '). An error raised
+    inside a Ray actor arrives wrapped, its text the remote traceback: the original (`cause`) is reported."""
+    e = getattr(e, "cause", None) or e
     what = getattr(e, "what", None) or type(e).__name__
     text = "; ".join(ln.strip() for ln in str(e).splitlines() if ln.strip()) or type(e).__name__
     return f"aac: {what}: {text}"

@@ -119,11 +119,12 @@ def example_prompts(prov: Provenance) -> list[str]:
     from aac.datasets import load_instances
     from aac.env.protocol import Episode, ProtocolConfig
 
-    cfg = OmegaConf.merge(OmegaConf.structured(TrainConfig), prov.run_cfg)
     try:
+        cfg = OmegaConf.merge(OmegaConf.structured(TrainConfig), prov.run_cfg)
         (inst,) = load_instances(cfg.env.data, split=cfg.env.split, limit=1, domain=str(cfg.env.domain))
     except Exception as e:  # the run's data is not on this machine: the card says so instead
-        return [f"(the run's data {cfg.env.data} could not be read here to show them: {type(e).__name__}: {e})"]
+        data = OmegaConf.select(prov.run_cfg, "env.data")
+        return [f"(the run's data {data} could not be read here to show them: {type(e).__name__}: {e})"]
     episode = Episode(inst, ProtocolConfig.from_env(cfg.env))
     first_input = inst.train_examples[0][0]
     out = [f"On the run's first training function (`{inst.uid}`), with replies scripted here "

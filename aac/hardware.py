@@ -118,14 +118,12 @@ def check_hardware(cfg: TrainConfig, machine: Optional[Machine] = None) -> None:
         check_machine(wanted, asks, machine or this_machine())
 
 
-def check_run(cfg: TrainConfig, command: str) -> Optional[dict[str, int]]:
+def check_run(cfg: TrainConfig) -> Optional[dict[str, int]]:
     """`check_hardware`, then whether the learner's predicted peak fits its device
-    (`aac.learner.memory.check_fit`): a refusal ends `command` with one line (SystemExit). Returns the
-    learner's predicted peak by component (None: the model's shape is not known here)."""
-    from aac.learner.memory import MemoryFitError, check_fit
+    (`aac.learner.memory.check_fit`); a refusal is a `ConfigError` (one line through `aac.errors.entry_point`).
+    Returns the learner's predicted peak by component (None: the model's shape is not known here, or the run
+    joins a Ray cluster, whose learner's device is not this machine's)."""
+    from aac.learner.memory import check_fit
 
-    try:
-        check_hardware(cfg)
-        return check_fit(cfg)
-    except (HardwareError, MemoryFitError) as e:
-        raise SystemExit(f"{command}: {e}") from None
+    check_hardware(cfg)
+    return None if joins_a_cluster(cfg) else check_fit(cfg)

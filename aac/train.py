@@ -15,6 +15,7 @@ from aac.hardware import check_run
 from aac.machine import describe, per_core_gflops
 from aac.metrics import plot, read
 from aac.training import Trainer
+from aac.training.state import resumed_config
 
 log = logging.getLogger("aac.train")
 DEFAULT_RECIPE = "smollm2_cpu"
@@ -22,8 +23,8 @@ DEFAULT_RECIPE = "smollm2_cpu"
 
 def train(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
-    check_run(cfg, "aac.train")  # the GPUs and the learner's memory, before Ray and the data
     out_dir = output_dir(cfg)
+    check_run(resumed_config(cfg, out_dir)[0])  # the run's GPUs and learner memory, before Ray and the data
     out_dir.mkdir(parents=True, exist_ok=True)
     gflops = per_core_gflops()  # before the pieces start: what the reader scales this run's timings by
     log.info("machine: %s", describe(gflops))

@@ -47,7 +47,7 @@ def test_train_on_this_cpu_machine_refuses_the_gpu_recipe_first_in_one_line(run_
     r = run_module("aac.train", "+recipe=qwen3_8b", f"out_dir={tmp_path / 'run'}", timeout=240)
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
-    assert lines[-1].startswith("aac.train: the run asks for 2 GPUs (engine replica 0 1, learner rank 0 1) but torch ")
+    assert lines[-1].startswith("aac: config error: the run asks for 2 GPUs (engine replica 0 1, learner rank 0 1) but torch ")
     assert "is a CPU build: `make install-gpu`" in lines[-1]
     assert "Traceback" not in r.stderr and "PAU-Benchmark" not in r.stderr + r.stdout  # nothing loaded, no Ray
     assert not (tmp_path / "run" / "metrics.jsonl").exists()
@@ -59,5 +59,5 @@ def test_a_micro_batch_predicted_not_to_fit_is_refused_before_anything_starts(ru
                    timeout=240)
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("aac.train: the learner is predicted to need ") and "learner.micro_batch_tokens=4194304" in last
+    assert last.startswith("aac: config error: the learner is predicted to need ") and "learner.micro_batch_tokens=4194304" in last
     assert "lower learner.micro_batch_tokens" in last and "Traceback" not in r.stderr

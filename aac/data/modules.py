@@ -188,12 +188,18 @@ class _Package:
         visit(module.name)
         order.reverse()
         bound: dict[str, str] = {}
+        imports: set[str] = set()  # the same import in two modules binds the same thing: kept once, no clash
+        body = []
         for name in order:
             for stmt in parts[name]:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    if (key := ast.dump(stmt)) in imports:
+                        continue
+                    imports.add(key)
                 for b in _binds(stmt):
                     if bound.setdefault(b, name) != name:
                         raise _Skip("clash", f"{b} in {bound[b]} and {name}")
-        body = [s for name in order for s in parts[name]]
+                body.append(stmt)
         self._check_imports(body)
         code = ast.unparse(ast.Module(body=body, type_ignores=[]))
         if len(code) > MAX_CODE_CHARS:

@@ -33,6 +33,8 @@ def shared(engine: Engine) -> Engine:
 
 
 class SerializedEngine(Engine):
+    concurrent = True  # safe from several threads: it takes them in turn (`shared` wraps it no further)
+
     def __init__(self, engine: Engine):
         self.engine = engine
         self._lock = _FifoLock()

@@ -57,6 +57,7 @@ from aac.engines.base import (
 from aac.engines.cpu_threads import omp_threads, vllm_cpu_bind
 
 log = logging.getLogger(__name__)
+CLOSE_JOIN_S = 60  # the engine loop's longest wait for its step at close
 
 IDENTITY_NAME = "__identity__"
 IDENTITY_ID = 1
@@ -436,6 +437,8 @@ class VLLMEngine(Engine):
         return tickets
 
     def collect(self, tickets: list[object]) -> list[tuple[Any, GenResult]]:
+        if not tickets:  # nothing to wait for (waiting on none would never end)
+            return []
         started = time.perf_counter()
         with self._cv:
             if unknown := [t for t in tickets if t not in self._streams]:
@@ -456,7 +459,8 @@ class VLLMEngine(Engine):
         started = time.perf_counter()
         from vllm import SamplingParams
 
-        ids = candidate_token_ids(self.tokenizer, candidates)
+        with self._tokenize:
+            ids = candidate_token_ids(self.tokenizer, candidates)
         # logprob_token_ids: the exact raw log-probs of just these tokens (not a top-k); one token decoded
         params = SamplingParams(max_tokens=1, temperature=0.0,
                                 logprob_token_ids=sorted({t for spellings in ids.values() for t in spellings}))
@@ -501,7 +505,9 @@ class VLLMEngine(Engine):
             with self._cv:  # the loop ends after its step; calls waiting fail
                 self._stopped = "the vLLM engine was closed"
                 self._cv.notify_all()
-            self._thread.join()
+            self._thread.join(timeout=CLOSE_JOIN_S)
+            if self._thread.is_alive():
+                log.warning("vLLM engine loop still inside a step %ds after close; shutting the engine down", CLOSE_JOIN_S)
         self.llm = None
         try:
             llm.llm_engine.engine_core.shutdown()

@@ -47,7 +47,7 @@ def compare(run_dirs: list[str | Path], *, resamples: int = 10_000, seed: int = 
         pvalues.append({
             "a": names[i], "b": names[j],
             "score_p": paired_bootstrap([score_by[i][u] for u in judged], [score_by[j][u] for u in judged],
-                                        resamples=resamples, seed=seed),
+                                        resamples=resamples, seed=seed) if judged else None,
             "code_match_p": paired_bootstrap([code_by[i][u] for u in coded], [code_by[j][u] for u in coded],
                                              resamples=resamples, seed=seed) if coded else None,
         })

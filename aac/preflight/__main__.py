@@ -82,7 +82,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
     import psutil
 
     validate(cfg)
-    predicted = check_run(cfg, "aac.preflight")
+    predicted = check_run(cfg)
     versions = installed()
     print("versions: " + ", ".join(f"{k} {v or '-'}" for k, v in versions.items()), flush=True)
     if _uses_vllm(cfg):

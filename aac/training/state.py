@@ -63,8 +63,8 @@ RUN_CONFIG = "config.yaml"  # RUN/config.yaml: the run's composed config, what a
 # what a resumed run may set anew (a key, or a section with all its keys): how long it goes on, how often
 # it checkpoints and evaluates, where it writes and logs, how many restarts it allows; every other key is
 # the run's own, and a command line that sets one differently is refused
-RESUME_MAY_CHANGE = ("resume", "out_dir", "max_steps", "save_every", "keep_checkpoints", "keep_adapters",
-                     "eval_every", "eval_limit", "logging", "max_actor_restarts", "ray")
+RESUME_MAY_CHANGE = ("resume", "out_dir", "max_steps", "time_budget_s", "time_budget_min_steps", "save_every",
+                     "keep_checkpoints", "keep_adapters", "eval_every", "eval_limit", "logging", "max_actor_restarts", "ray")
 _ABSENT = object()
 
 
@@ -181,14 +181,18 @@ def save_config(cfg: TrainConfig, out_dir: Path, resumed: bool) -> None:
         hydra_copy.write_text(text)
 
 
-def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
+def resumed_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
     """The run's config and where it resumes from: a resumed run's own (RUN/config.yaml), checked against the
-    command line's overrides; saved in the run dir either way."""
+    command line's overrides; `cfg` for a fresh run. Writes nothing."""
     from aac.eval.run_protocol import hydra_overrides
 
     point = resume_point(cfg.resume, out_dir)
-    if point is not None:
-        cfg = restore_config(cfg, point, hydra_overrides() or None)
+    return (cfg if point is None else restore_config(cfg, point, hydra_overrides() or None)), point
+
+
+def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
+    """`resumed_config`, saved in the run dir."""
+    cfg, point = resumed_config(cfg, out_dir)
     save_config(cfg, out_dir, resumed=point is not None)
     return cfg, point
 

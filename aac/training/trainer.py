@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from aac import checkpoint
 from aac.assembly import build_run
 from aac.config import TrainConfig
-from aac.env.instance import Instance
+from aac.env.instance import DatasetError, Instance
 from aac.env.protocol import ProtocolConfig
 from aac.learner.batching import Sample
 from aac.metrics import MetricsLog, rollout_metrics, signal_metrics, timed
@@ -74,7 +74,7 @@ class Trainer:
         self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
                                         on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
         if not self.instances:
-            raise SystemExit(f"aac: no usable instances in {cfg.env.data} (split {cfg.env.split})")
+            raise DatasetError(f"{cfg.env.data}: no usable instances (split {cfg.env.split})")
         self.order = DataOrder(len(self.instances), cfg.rollout.functions_per_step, cfg.seed)
         self.total_steps = cfg.max_steps or self.order.steps_per_epoch * cfg.learner.epochs
         log.info("%d instances, %d steps per epoch, %d steps", len(self.instances), self.order.steps_per_epoch,
@@ -156,10 +156,10 @@ class Trainer:
         with timed(m, "time/advantages_s"):
             adv = self.advantages(batch)
             samples, probe = self.samples(batch, adv), probe_of(batch, self.cfg.sync_probe_tokens)
-        self.episode_log.write(nxt, batch, adv)
         before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
         if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
             self.ahead.launch(nxt, self.version, lambda: self.launch(self.groups(nxt), step=nxt))
+        self.episode_log.write(nxt, batch, adv)  # while the next rollout plays
         with timed(m, "time/update_s"):
             upd = self.supervised("update", lambda: self.states.update(self.learner, samples, self.version))
         with timed(m, "time/rollout_ahead_wait_s"):

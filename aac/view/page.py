@@ -78,7 +78,7 @@ def render(sides: list[Side]) -> str:
 
 def write_page(dirs: list[str | Path], out: str | Path) -> Path:
     """Write the page of one or two run/eval dirs to `out`; its path."""
-    out = Path(out)
+    out, sides = Path(out), [load(d) for d in dirs]  # a dir that is no run: its error before any folder is made
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render([load(d) for d in dirs]), encoding="utf-8")
+    out.write_text(render(sides), encoding="utf-8")
     return out
