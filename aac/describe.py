@@ -59,7 +59,6 @@ def _pau_rows(path: Path) -> Optional[list[dict]]:
 def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
     """The PAU rows of `target` and their domain (a built service's rows are `web`)."""
     from aac.data.build import rows_from_source
-    from aac.data.sources import SourceError
     from aac.env.rows import to_row
 
     kind, sep, spec = target.partition(":")
