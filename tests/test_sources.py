@@ -189,6 +189,30 @@ def test_one_function_is_built_as_in_its_package(built, package):
     assert [t.task_id for t in read_tasks("module:acme_tools.prices._private")] == ["acme_tools.prices._private"]
 
 
+def test_an_import_two_modules_share_is_kept_once_not_a_clash(tmp_path, monkeypatch):
+    pkg = tmp_path / "acme_text"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "b.py").write_text("import re\n\n\ndef words(s):\n    return re.findall(r'[a-z]+', s)\n")
+    (pkg / "a.py").write_text(textwrap.dedent('''
+        import re
+
+        from acme_text.b import words
+
+
+        def count(s):
+            """How many words and how many runs of digits s has.
+
+            >>> count("ab 12 cd")
+            (2, 1)
+            """
+            return len(words(s)), len(re.findall(r"[0-9]+", s))
+        ''').lstrip())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (row,), summary = rows_from_source("module:acme_text.a.count")
+    assert not summary.dropped and row.code.count("import re") == 1
+
+
 @pytest.mark.parametrize("target, message", [
     ("acme_nowhere", "module:acme_nowhere: no importable module or function"),
     ("acme_tools.prices.nothing", "module:acme_tools.prices.nothing: acme_tools.prices defines no top-level function 'nothing'"),
