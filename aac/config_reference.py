@@ -18,7 +18,7 @@ import tokenize
 from dataclasses import Field, fields, is_dataclass
 from pathlib import Path
 
-from aac import config
+import aac.config as config
 from aac.config import RULES, TrainConfig, compose, resource_dir, settings
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "config.md"

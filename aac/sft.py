@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from aac import checkpoint
+import aac.checkpoint as checkpoint
 from aac.cli import run_hydra
 from aac.config import ConfigError, validate
 

@@ -15,6 +15,8 @@ from aac.learner.backends import free_port
 
 @pytest.fixture
 def gloo_group():
+    if dist.is_initialized():  # an in-process DeepSpeed learner of an earlier test left its group: ours replaces it
+        dist.destroy_process_group()
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
     try:
         yield

@@ -17,7 +17,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from aac import episode_files
+import aac.episode_files as episode_files
 from aac.env.protocol import ProtocolConfig
 from aac.traces import TraceError, replay
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from aac import checkpoint
+import aac.checkpoint as checkpoint
 from aac.errors import UserError
 from aac.learner.batching import Sample
 from aac.metrics import truncate

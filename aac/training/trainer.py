@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from omegaconf import OmegaConf
 
-from aac import checkpoint
+import aac.checkpoint as checkpoint
 from aac.assembly import build_run
 from aac.config import TrainConfig
 from aac.env.instance import DatasetError, Instance

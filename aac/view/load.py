@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from aac import episode_files
+import aac.episode_files as episode_files
 from aac.errors import UserError
 
 log = logging.getLogger(__name__)
