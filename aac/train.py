@@ -15,7 +15,7 @@ from aac.hardware import check_run
 from aac.machine import describe, per_core_gflops
 from aac.metrics import plot, read
 from aac.training import Trainer
-from aac.training.state import resumed_config
+from aac.training.state import run_config
 
 log = logging.getLogger("aac.train")
 DEFAULT_RECIPE = "smollm2_cpu"
@@ -24,12 +24,13 @@ DEFAULT_RECIPE = "smollm2_cpu"
 def train(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
     out_dir = output_dir(cfg)
-    check_run(resumed_config(cfg, out_dir)[0])  # the run's GPUs and learner memory, before Ray and the data
+    run = run_config(cfg, out_dir)  # a resumed run's own config (aac/training/state.py), saved in the run dir
+    check_run(run[0])  # the run's GPUs and learner memory, before Ray and the data
     out_dir.mkdir(parents=True, exist_ok=True)
     gflops = per_core_gflops()  # before the pieces start: what the reader scales this run's timings by
     log.info("machine: %s", describe(gflops))
     started = time.perf_counter()
-    trainer = Trainer(cfg, out_dir)  # a resumed run's own config comes back here (aac/training/state.py)
+    trainer = Trainer(cfg, out_dir, run)
     cfg = trainer.cfg
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,
              cfg.rollout.engine, cfg.learner.backend, out_dir)

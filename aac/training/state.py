@@ -181,18 +181,14 @@ def save_config(cfg: TrainConfig, out_dir: Path, resumed: bool) -> None:
         hydra_copy.write_text(text)
 
 
-def resumed_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
+def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
     """The run's config and where it resumes from: a resumed run's own (RUN/config.yaml), checked against the
-    command line's overrides; `cfg` for a fresh run. Writes nothing."""
+    command line's overrides; saved in the run dir either way."""
     from aac.eval.run_protocol import hydra_overrides
 
     point = resume_point(cfg.resume, out_dir)
-    return (cfg if point is None else restore_config(cfg, point, hydra_overrides() or None)), point
-
-
-def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
-    """`resumed_config`, saved in the run dir."""
-    cfg, point = resumed_config(cfg, out_dir)
+    if point is not None:
+        cfg = restore_config(cfg, point, hydra_overrides() or None)
     save_config(cfg, out_dir, resumed=point is not None)
     return cfg, point
 

@@ -31,7 +31,7 @@ from aac.training.data_order import DataOrder, seed_everything
 from aac.training.episode_log import EpisodeLog
 from aac.training.held_out import HeldOutEval
 from aac.training.pipeline import RolloutAhead, lag_metrics
-from aac.training.state import LearnerStates, resume, run_config
+from aac.training.state import LearnerStates, ResumePoint, resume, run_config
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
 
@@ -64,10 +64,11 @@ def log_step(step: int, total: int, m: dict[str, object], kl_term: bool) -> None
 class Trainer:
     """Builds a training run's pieces and runs AAC steps on them."""
 
-    def __init__(self, cfg: TrainConfig, out_dir: Path):
+    def __init__(self, cfg: TrainConfig, out_dir: Path, run: Optional[tuple[TrainConfig, Optional[ResumePoint]]] = None):
+        """`run`: what `run_config(cfg, out_dir)` gave, where the caller already asked (aac.train checks it first)."""
         from aac.datasets import load_instances
 
-        cfg, point = run_config(cfg, out_dir)  # a resumed run's own config
+        cfg, point = run or run_config(cfg, out_dir)  # a resumed run's own config
         self.cfg, self.out_dir = cfg, out_dir
         self.budget = TimeBudget(cfg.time_budget_s, cfg.time_budget_min_steps)  # counts from here
         seed_everything(cfg.seed)
