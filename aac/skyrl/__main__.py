@@ -35,6 +35,7 @@ def write_prompts(cfg: TrainConfig, path: str) -> int:
     import pyarrow.parquet as pq
 
     from aac.datasets import load_instances
+    from aac.env.instance import DatasetError
     from aac.env.protocol import Episode, ProtocolConfig
     from aac.env.rows import to_row
     from aac.skyrl.translate import ENV_CLASS
@@ -42,7 +43,7 @@ def write_prompts(cfg: TrainConfig, path: str) -> int:
     instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
                                on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
     if not instances:
-        raise SystemExit(f"aac.skyrl: no usable instances in {cfg.env.data} (split {cfg.env.split})")
+        raise DatasetError(f"{cfg.env.data}: no usable instances (split {cfg.env.split})")
     protocol = ProtocolConfig.from_env(cfg.env)
 
     def first_prompt(instance: Instance) -> list[dict]:  # what SkyRL's length filter measures; no call is made
