@@ -188,11 +188,9 @@ def latest(root: Path) -> Optional[Path]:
 
 
 def load(path: Path, *, learner: LearnerLike) -> dict[str, Any]:
-    """Restore learner and RNG state from `path`; returns the trainer state (with `ahead`: the rollout
-    collected for the next step, or None); CheckpointDamaged when a file differs from the manifest."""
-    why = damage(path)
-    if why is not None:
-        raise CheckpointDamaged(f"{path}: {why}; resume from another checkpoint (nothing was deleted)")
+    """Restore learner and RNG state from `path`, a checkpoint its caller found intact (`damage`,
+    `newest_intact`: a resume checks before any piece starts, so the files are hashed once); returns the
+    trainer state (with `ahead`: the rollout collected for the next step, or None)."""
     learner.load_state(str(path / "learner.pt"))
     set_rng_state(torch.load(path / "rng.pt", weights_only=False))
     ahead = torch.load(path / AHEAD, weights_only=False) if (path / AHEAD).exists() else None
