@@ -781,8 +781,8 @@ class TrainConfig:
     seed: int = setting(0, ">= 0")  # seeds data order, sampling and the LoRA's init
     max_steps: Optional[int] = setting(None, "> 0 (null: learner.epochs over the data)")  # optimizer steps; 0 is no sentinel
     # wall-clock seconds for training, from the Trainer's start (its pieces' start-up included); null: none.
-    # Checked between steps: the run ends after the step that ends past it (a checkpoint of that step is written),
-    # once time_budget_min_steps steps ran. make demo's recipe sets it so a slow 2-core machine ends in ~10 min
+    # Checked between steps: once time_budget_min_steps steps ran, the run ends (its last step checkpointed) before a
+    # step that, as slow as its slowest so far, would end past it. make demo's recipe sets it (docs/demo.md)
     time_budget_s: Optional[float] = setting(None, "> 0")
     time_budget_min_steps: int = setting(3, "> 0")  # steps a time budget always lets run (max_steps still caps them)
     out_dir: str = "runs/${now:%Y%m%d-%H%M%S}"  # the run dir: metrics, adapters, checkpoints, the composed config

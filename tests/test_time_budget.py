@@ -1,5 +1,6 @@
-"""`time_budget_s`: training ends after the step that crosses the budget, never before
-`time_budget_min_steps` steps; the run's summary says how far it got and on what machine."""
+"""`time_budget_s`: training ends before a step that, as slow as the slowest so far, would end past the budget
+(after the step that crosses it at the latest), never before `time_budget_min_steps` steps; the run's summary says
+how far it got and on what machine."""
 
 from __future__ import annotations
 
@@ -46,6 +47,36 @@ def test_the_step_that_crosses_the_budget_finishes_and_is_the_last(tmp_path):
         trainer.close()
     assert [r["step"] for r in read(tmp_path / "metrics.jsonl")] == [1, 2]
     assert (tmp_path / "checkpoints" / "step_000002").is_dir()
+
+
+class SlowStep1(Trainer):
+    """Step 1 takes 600 s by the budget's clocks (both moved back), and ends 600 s into a 1000 s budget."""
+
+    def train_step(self):
+        m = super().train_step()
+        if self.step == 0:
+            self.budget.started -= 600
+            self.budget.step_started -= 600
+        return m
+
+
+def test_a_step_predicted_to_end_past_the_budget_is_not_started(tmp_path):
+    # 600 s spent of 1000: the budget is not crossed, but another 600 s step would cross it
+    trainer = SlowStep1(tiny_cfg(tmp_path, "time_budget_s=1000", "time_budget_min_steps=1"), tmp_path)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    assert [r["step"] for r in read(tmp_path / "metrics.jsonl")] == [1]
+    assert trainer.budget.slowest >= 600 and (tmp_path / "checkpoints" / "step_000001").is_dir()
+    # the same run with room for another 600 s step runs to max_steps (4): the later steps are fast
+    out = tmp_path / "roomy"
+    trainer = SlowStep1(tiny_cfg(out, "time_budget_s=1300", "time_budget_min_steps=1"), out)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    assert [r["step"] for r in read(out / "metrics.jsonl")] == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("override", ["time_budget_s=0", "time_budget_s=-5", "time_budget_min_steps=0"])

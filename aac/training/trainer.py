@@ -22,6 +22,7 @@ from aac.env.instance import DatasetError, Instance
 from aac.env.protocol import ProtocolConfig
 from aac.learner.batching import Sample
 from aac.metrics import MetricsLog, rollout_metrics, signal_metrics, timed
+from aac.progress import bar
 from aac.rewards.advantages import batch_advantages
 from aac.rollout.driver import SamplingSpec
 from aac.rollout.fanout import LaunchedStep, launch_step
@@ -191,9 +192,8 @@ class Trainer:
         log.info("checkpoint %s", path)
 
     def run(self) -> dict[str, Any]:
-        from aac.progress import bar
-
         cfg, last = self.cfg, {}
+        self.budget.steps_start()
         with bar(self.total_steps, "train", enabled=cfg.logging.progress, completed=self.step) as advance:
             while self.step < self.total_steps:
                 try:
