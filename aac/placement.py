@@ -357,9 +357,13 @@ class EngineSet:
         openai = openai if explicit else self.rollout.openai
         # rollout.lora_mode=merged: the adapter lives in its own engine's weights, apart from the base's
         merged = kind == "vllm" and lora_rank is not None and self.rollout.lora_mode == "merged"
-        key = self._key(kind, model, openai) + (("merged",) if merged else ())
-        if key in self._made:
-            return self._made[key]
+        base = self._key(kind, model, openai)
+        lora = lora_rank is not None and kind != "openai"
+        key = base + (("merged",) if merged else ("lora",) if lora else ())
+        # an engine with LoRA slots also serves the base model (no adapter); one without them serves no adapter
+        for have in (key,) if lora else (key, base + ("lora",)):
+            if have in self._made:
+                return self._made[have]
         model_cfg = self.model if model == self.model.name else ModelConfig(
             name=model, dtype=self.model.dtype, max_model_len=self.model.max_model_len)
         overrides: dict[str, Any] = {"kind": kind}

@@ -153,3 +153,38 @@ def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_mod
         engines.close()
     finally:
         ray.shutdown()
+
+
+def test_an_engine_with_lora_slots_serves_the_base_model_but_not_the_reverse():
+    # aac.eval.side_by_side plays the base arm, then the tuned one, on one EngineSet: the base arm's engine has
+    # no LoRA slots, so the tuned arm gets its own; a LoRA engine built first also serves base requests
+    from aac.placement import EngineSet
+
+    cfg = compose("+recipe=tiny")
+    engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=False)
+    try:
+        base = engines.get("hf", cfg.model.name)
+        tuned = engines.actor(kind="hf", lora_rank=8)
+        assert tuned is not base and not base.enable_lora and tuned.enable_lora
+        assert engines.get("hf", cfg.model.name) is base  # the base key's own engine first
+    finally:
+        engines.close()
+    engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=False)
+    try:
+        tuned = engines.actor(kind="hf", lora_rank=8)
+        assert engines.get("hf", cfg.model.name) is tuned  # the training run's actor and critic: one engine
+    finally:
+        engines.close()
+
+
+def test_evaluate_refuses_pieces_built_for_another_model(tmp_path):
+    from aac.assembly import build_run
+    from aac.eval.harness import EvalError, evaluate
+
+    pieces = build_run(compose("model=tiny_qwen3", config_name="eval_config"), train=False)
+    try:
+        with pytest.raises(EvalError, match="another model"):
+            evaluate(compose("model=smollm2_135m", f"out_dir={tmp_path}", config_name="eval_config"), overrides=[],
+                     run=pieces)
+    finally:
+        pieces.close()

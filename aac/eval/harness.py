@@ -150,17 +150,27 @@ def score(cfg: TrainConfig, instances: list, run_dir: Path, run: Run) -> None:
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
 
-def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None) -> dict:
-    """Run the harness described by a composed `eval_config`; returns the report (also in out_dir).
-
-    A checkpoint of a training run (or `eval.protocol_from`) plays that run's protocol except where
-    `overrides` (the command line's, by default) set a key (aac/eval/run_protocol.py)."""
-    from aac.datasets import load_instances
+def resolve(cfg: TrainConfig, overrides: Sequence[str] | None = None) -> tuple[TrainConfig, Path | None]:
+    """The config an eval plays, and its checkpoint's adapter: a checkpoint of a training run (or
+    `eval.protocol_from`) plays that run's protocol except where `overrides` (the command line's, by default)
+    set a key (aac/eval/run_protocol.py)."""
     from aac.eval.run_protocol import hydra_overrides, play_runs_protocol
 
     adapter = resolve_adapter(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
     cfg = play_runs_protocol(cfg, adapter, hydra_overrides() if overrides is None else overrides)
     validate(cfg)
+    return cfg, adapter
+
+
+def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None, run: Run | None = None) -> dict:
+    """Run the harness described by a composed `eval_config` (played as `resolve` says); returns the report
+    (also in out_dir). `run`: pieces to play on (engines, sandbox pool, scorers) that the caller built from an
+    eval of the same model and closes, so evals in turn start each engine once (aac/eval/side_by_side.py)."""
+    from aac.datasets import load_instances
+
+    cfg, adapter = resolve(cfg, overrides)
+    if run is not None and (run.cfg.model != cfg.model or run.cfg.rollout != cfg.rollout):
+        raise EvalError("evaluate(run=...): the pieces were built for another model or engine settings")
     e = cfg.eval
     run_dir = output_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -171,14 +181,16 @@ def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None) -> dic
                                domain=cfg.env.domain)
     records.check_same_run(run_dir, run_identity(cfg, adapter))
     log.info("%s: %d instances of %s (%s) -> %s", e.mode, len(instances), e.data, e.split, run_dir)
-    run = build_run(cfg, train=False)
+    own = run is None
+    pieces = build_run(cfg, train=False) if run is None else run
     try:
-        run.pool.keep_warm(e.batch_size)  # one function per live episode
-        play(cfg, instances, run_dir, run, adapter)
+        pieces.pool.keep_warm(e.batch_size)  # one function per live episode
+        play(cfg, instances, run_dir, pieces, adapter)
         if e.score:
-            score(cfg, instances, run_dir, run)
+            score(cfg, instances, run_dir, pieces)
     finally:
-        run.close()
+        if own:
+            pieces.close()
     report = write_report(run_dir)
     log.info("description score %.3f, code match %.2f %%, %s", report["description_score"]["mean"],
              100 * report["code_match"]["mean"], run_dir / records.REPORT_MD)

@@ -56,18 +56,25 @@ def table(result: dict, run_dir: Path) -> str:
 
 def side_by_side(run_dir: str | Path, extra: list[str]) -> str:
     """Evaluate both arms (resumable), compare them paired, write RUN_DIR/eval/side_by_side.md; the table."""
+    from aac.assembly import build_run
     from aac.config import compose
     from aac.eval.compare import compare
     from aac.eval.config import rewrite_aliases
-    from aac.eval.harness import evaluate
+    from aac.eval.harness import evaluate, resolve
 
     run_dir = Path(run_dir)
-    for arm in ARMS:
-        overrides = rewrite_aliases(arm_overrides(run_dir, arm, extra))
-        cfg = compose(*overrides, config_name="eval_config")
-        evaluate(cfg, overrides=overrides)
+    overrides = [rewrite_aliases(arm_overrides(run_dir, arm, extra)) for arm in ARMS]
+    cfgs = [compose(*o, config_name="eval_config") for o in overrides]
+    # one set of pieces for both arms: the base model's engine plays the base arm and judges both, the sandbox
+    # pool starts once (each arm building its own started a third engine, the tuned arm's judge)
+    pieces = build_run(resolve(cfgs[0], overrides[0])[0], train=False)
+    try:
+        for cfg, arm_over in zip(cfgs, overrides):
+            evaluate(cfg, overrides=arm_over, run=pieces)
+    finally:
+        pieces.close()
     # tuned first: compare's p-value is then that tuned is not better than base
-    result = compare([run_dir / "eval" / arm for arm in reversed(ARMS)], resamples=cfg.eval.bootstrap_resamples)
+    result = compare([run_dir / "eval" / arm for arm in reversed(ARMS)], resamples=cfgs[0].eval.bootstrap_resamples)
     text = table(result, run_dir)
     (run_dir / "eval" / "side_by_side.md").write_text(text, encoding="utf-8")
     return text
