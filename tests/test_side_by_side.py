@@ -52,6 +52,7 @@ def test_make_demo_trains_then_prints_the_side_by_side_table(tmp_path):
     rows = [ln for ln in table.splitlines() if ln.startswith(("| base |", "| tuned |"))]
     assert len(rows) == 2 and "weak" in table and "p that tuned is not better" in table
     assert (out / "eval" / "side_by_side.md").read_text() == table  # all that goes to stdout
+    assert res.stderr.count("playing the protocol of training run") == 2  # one line per arm
     # both arms played the run's protocol, the tuned one its checkpoint, on the same functions
     ids = {arm: json.loads((out / "eval" / arm / "run.json").read_text()) for arm in ("base", "tuned")}
     for ident in ids.values():

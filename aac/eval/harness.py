@@ -150,14 +150,15 @@ def score(cfg: TrainConfig, instances: list, run_dir: Path, run: Run) -> None:
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
 
-def resolve(cfg: TrainConfig, overrides: Sequence[str] | None = None) -> tuple[TrainConfig, Path | None]:
+def resolve(cfg: TrainConfig, overrides: Sequence[str] | None = None, *,
+            announce: bool = True) -> tuple[TrainConfig, Path | None]:
     """The config an eval plays, and its checkpoint's adapter: a checkpoint of a training run (or
     `eval.protocol_from`) plays that run's protocol except where `overrides` (the command line's, by default)
-    set a key (aac/eval/run_protocol.py)."""
+    set a key (aac/eval/run_protocol.py), said in a log line (`announce`)."""
     from aac.eval.run_protocol import hydra_overrides, play_runs_protocol
 
     adapter = resolve_adapter(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
-    cfg = play_runs_protocol(cfg, adapter, hydra_overrides() if overrides is None else overrides)
+    cfg = play_runs_protocol(cfg, adapter, hydra_overrides() if overrides is None else overrides, announce=announce)
     validate(cfg)
     return cfg, adapter
 

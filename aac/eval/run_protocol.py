@@ -135,18 +135,21 @@ def _plain(value: object) -> object:
     return getattr(value, "value", value)  # a config Choice as its string
 
 
-def play_runs_protocol(cfg: TrainConfig, adapter: Optional[Path], overrides: Sequence[str]) -> TrainConfig:
+def play_runs_protocol(cfg: TrainConfig, adapter: Optional[Path], overrides: Sequence[str], *,
+                       announce: bool = True) -> TrainConfig:
     """`cfg` under the protocol of the run that `adapter` lies in (or of `eval.protocol_from`), said in one
-    log line; a checkpoint outside any run with a saved config plays `cfg`'s own protocol, with a warning."""
+    log line (`announce`); a checkpoint outside any run with a saved config plays `cfg`'s own protocol, with a
+    warning."""
     trained = protocol_run(cfg.eval.protocol_from, adapter)
     if trained is None:
-        if adapter is not None:
+        if adapter is not None and announce:
             log.warning("checkpoint %s lies in no training run with a saved config (%s): it plays this eval's "
                         "protocol, which may not be the one it was trained on (eval.protocol_from=RUN plays a "
                         "run's)", adapter, RUN_CONFIG)
         return cfg
     cfg, found = apply_run_protocol(cfg, trained, overrides)
-    log_run_protocol(found)
+    if announce:
+        log_run_protocol(found)
     return cfg
 
 

@@ -67,7 +67,7 @@ def side_by_side(run_dir: str | Path, extra: list[str]) -> str:
     cfgs = [compose(*o, config_name="eval_config") for o in overrides]
     # one set of pieces for both arms: the base model's engine plays the base arm and judges both, the sandbox
     # pool starts once (each arm building its own started a third engine, the tuned arm's judge)
-    pieces = build_run(resolve(cfgs[0], overrides[0])[0], train=False)
+    pieces = build_run(resolve(cfgs[0], overrides[0], announce=False)[0], train=False)
     try:
         for cfg, arm_over in zip(cfgs, overrides):
             evaluate(cfg, overrides=arm_over, run=pieces)
