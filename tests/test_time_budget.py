@@ -29,6 +29,15 @@ def test_a_spent_budget_still_runs_the_minimum_steps_and_checkpoints_the_last(tm
     assert saved["steps"] == summary["steps"] == 2 and saved["machine_gflops_per_core"] > 0
 
 
+def steps_run(trainer: Trainer, out) -> list[int]:
+    """Run `trainer` to its end; the steps its metrics recorded."""
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    return [r["step"] for r in read(out / "metrics.jsonl")]
+
+
 class CrossedInStep2(Trainer):
     """The budget runs out while step 2 runs: its clock is moved an hour back during that step."""
 
@@ -41,11 +50,7 @@ class CrossedInStep2(Trainer):
 
 def test_the_step_that_crosses_the_budget_finishes_and_is_the_last(tmp_path):
     trainer = CrossedInStep2(tiny_cfg(tmp_path, "time_budget_s=1800", "time_budget_min_steps=1"), tmp_path)
-    try:
-        trainer.run()
-    finally:
-        trainer.close()
-    assert [r["step"] for r in read(tmp_path / "metrics.jsonl")] == [1, 2]
+    assert steps_run(trainer, tmp_path) == [1, 2]
     assert (tmp_path / "checkpoints" / "step_000002").is_dir()
 
 
@@ -63,20 +68,11 @@ class SlowStep1(Trainer):
 def test_a_step_predicted_to_end_past_the_budget_is_not_started(tmp_path):
     # 600 s spent of 1000: the budget is not crossed, but another 600 s step would cross it
     trainer = SlowStep1(tiny_cfg(tmp_path, "time_budget_s=1000", "time_budget_min_steps=1"), tmp_path)
-    try:
-        trainer.run()
-    finally:
-        trainer.close()
-    assert [r["step"] for r in read(tmp_path / "metrics.jsonl")] == [1]
+    assert steps_run(trainer, tmp_path) == [1]
     assert trainer.budget.slowest >= 600 and (tmp_path / "checkpoints" / "step_000001").is_dir()
     # the same run with room for another 600 s step runs to max_steps (4): the later steps are fast
     out = tmp_path / "roomy"
-    trainer = SlowStep1(tiny_cfg(out, "time_budget_s=1300", "time_budget_min_steps=1"), out)
-    try:
-        trainer.run()
-    finally:
-        trainer.close()
-    assert [r["step"] for r in read(out / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert steps_run(SlowStep1(tiny_cfg(out, "time_budget_s=1300", "time_budget_min_steps=1"), out), out) == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("override", ["time_budget_s=0", "time_budget_s=-5", "time_budget_min_steps=0"])
