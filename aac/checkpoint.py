@@ -176,17 +176,6 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
     return final
 
 
-def latest(root: Path) -> Optional[Path]:
-    """The newest complete checkpoint under `root` (unverified: `newest_intact` checks the files), or None."""
-    pointer = root / "latest"
-    if pointer.exists():
-        path = root / pointer.read_text().strip()
-        if (path / DONE).exists():
-            return path
-    complete = [p for p in sorted(root.glob("step_*")) if (p / DONE).exists()]
-    return complete[-1] if complete else None
-
-
 def load(path: Path, *, learner: LearnerLike) -> dict[str, Any]:
     """Restore learner and RNG state from `path`, a checkpoint its caller found intact (`damage`,
     `newest_intact`: a resume checks before any piece starts, so the files are hashed once); returns the

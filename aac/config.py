@@ -647,7 +647,7 @@ class EvalConfig:
     data: str = "${env.data}"  # default: the data training reads (its test split)
     split: str = "test"  # the split of eval.data evaluated
     limit: Optional[int] = setting(None, "> 0")  # first N instances of the split (null: all)
-    # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its latest checkpoint)
+    # a peft adapter folder, a training checkpoint (step_N/), or a run's out_dir (its newest intact checkpoint)
     checkpoint: Optional[str] = None
     # a training run's folder whose protocol the eval plays (model, prompts, per-turn token budgets and stop
     # strings, from its saved config: aac/eval/run_protocol.py), e.g. the base model under a tuned run's;
@@ -789,7 +789,7 @@ class TrainConfig:
     save_every: int = setting(10, ">= 0 (0: never)")  # 0: no periodic checkpoint (the last step's is always written)
     eval_every: int = setting(0, ">= 0 (0: never)")  # 0: no periodic evaluation
     eval_limit: int = setting(8, "> 0")  # held-out instances of each periodic evaluation (eval_every)
-    resume: Any = False  # false | true (latest in out_dir) | PATH
+    resume: Any = False  # false | true (the newest intact checkpoint in out_dir) | PATH
     # newest checkpoints kept in out_dir/checkpoints; at least 2 stay whatever this says: the one before the
     # newest is the fallback when the newest is damaged (aac/checkpoint.py)
     keep_checkpoints: int = setting(3, "> 0")

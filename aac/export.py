@@ -1,7 +1,7 @@
 """`python -m aac.export checkpoint=CKPT out=DIR [merge=true] [base=HUB_ID]`: take a tuned actor elsewhere.
 
 `checkpoint=` is what `aac.eval` accepts (a step folder `runs/x/checkpoints/step_N`, its `adapter/`, or
-a run's out_dir: its latest checkpoint). DIR gets the peft adapter (`PeftModel.from_pretrained(base,
+a run's out_dir: its newest intact checkpoint). DIR gets the peft adapter (`PeftModel.from_pretrained(base,
 DIR)`, `vllm serve BASE --enable-lora --lora-modules NAME=DIR`), or with `merge=true` the base model
 with the adapter merged into its weights (peft's `merge_and_unload`) and the base's tokenizer (a plain
 `from_pretrained` folder, `vllm serve DIR`). Beside it, `README.md`: a model card naming the base model,

@@ -135,3 +135,25 @@ def test_retention_keeps_the_one_before_the_newest(tmp_path):
         checkpoint.save(tmp_path / "ck", step, trainer_state={"step": step}, keep=1, adapter=src / "adapter",
                         learner_state=src / "learner.pt")
     assert sorted(p.name for p in (tmp_path / "ck").glob("step_*")) == ["step_000002", "step_000003"]
+
+
+def test_eval_takes_the_newest_intact_checkpoint_and_refuses_a_damaged_one_named(tmp_path, reference, caplog):
+    from aac.eval.harness import EvalError, resolve_adapter
+
+    run = tmp_path / "run"
+    shutil.copytree(reference, run)
+    root = run / "checkpoints"
+    newest = root / f"step_{STEPS:06d}"
+    weights = next((newest / "adapter").glob("adapter_model.*"))
+    weights.write_bytes(weights.read_bytes()[:100])  # truncated
+    with caplog.at_level("WARNING", logger="aac.eval"):
+        assert resolve_adapter(str(run)) == root / f"step_{STEPS - 1:06d}" / "adapter"
+    assert [r.getMessage() for r in caplog.records if "skipped damaged" in r.getMessage()] == [
+        f"checkpoint={run}: skipped damaged checkpoint(s): step_{STEPS:06d}: adapter/{weights.name}: 100 bytes, "
+        f"the manifest says {(root / f'step_{STEPS - 1:06d}' / 'adapter' / weights.name).stat().st_size}"]
+    with pytest.raises(EvalError, match=f"checkpoint={newest}: damaged checkpoint: adapter/{weights.name}: 100 bytes"):
+        resolve_adapter(str(newest))
+    for ckpt in root.glob("step_*"):
+        (ckpt / "trainer.json").write_text("{")
+    with pytest.raises(EvalError, match="no intact checkpoint in"):
+        resolve_adapter(str(run))

@@ -35,18 +35,28 @@ class EvalError(UserError, ValueError):
 
 
 def resolve_adapter(path: str) -> Path:
-    """The peft adapter folder of `checkpoint=`: the folder itself, its `adapter/`, or the `adapter/`
-    of the latest training checkpoint under it (a step folder's parent or a training out_dir)."""
-    from aac.checkpoint import latest
+    """The peft adapter folder of `checkpoint=`: the folder itself, its `adapter/`, or the `adapter/` of the
+    newest intact training checkpoint under it (a step folder's parent or a training out_dir; newer damaged ones
+    are skipped with a warning). A training checkpoint named outright must be intact."""
+    from aac.checkpoint import DONE, MANIFEST, damage, newest_intact
 
     p = Path(path).expanduser()
+    if (p / MANIFEST).exists() or (p / DONE).exists():
+        why = damage(p)
+        if why is not None:
+            raise EvalError(f"checkpoint={path}: damaged checkpoint: {why} (name an intact one, or its run dir for "
+                            "the newest intact)")
     for cand in (p, p / "adapter"):
         if (cand / "adapter_config.json").exists():
             return cand
     for root in (p, p / "checkpoints"):
-        ckpt = latest(root) if root.is_dir() else None
+        ckpt, damaged = newest_intact(root) if root.is_dir() else (None, [])
+        if damaged:
+            log.warning("checkpoint=%s: skipped damaged checkpoint(s): %s", path, "; ".join(damaged))
         if ckpt is not None and (ckpt / "adapter" / "adapter_config.json").exists():
             return ckpt / "adapter"
+        if damaged:
+            raise EvalError(f"checkpoint={path}: no intact checkpoint in {root} ({'; '.join(damaged)})")
     raise EvalError(f"checkpoint={path}: no peft adapter (adapter_config.json) there, in adapter/, "
                     "or in a training checkpoint under it")
 
