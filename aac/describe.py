@@ -88,9 +88,35 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
     return rows, instances[0].domain
 
 
-def write_rows(path: Path, rows: list[dict]) -> None:
+def row_uid(row: dict) -> str:
+    """The uid the harness gives a row's episode (aac/env/instance.py)."""
+    from aac.env.instance import code_uid
+
+    return str(row.get("task_id") or code_uid(row["test_func_validated"]))
+
+
+def write_rows(run_dir: Path, rows: list[dict]) -> list[str]:
+    """Write the target's rows where the harness reads them; the uids of rows that changed since the last describe
+    into `run_dir` (a module function edited in place keeps its uid, its qualified name): their episodes and scores
+    are dropped, so they play again instead of resuming an old function's."""
+    from aac.eval import records
+
+    path = run_dir / ROWS / f"{SPLIT}.jsonl"
+    lines = {row_uid(r): json.dumps(r, ensure_ascii=False) for r in rows}
+    old = {row_uid(r): json.dumps(r, ensure_ascii=False) for r in records.read_jsonl(path)} if path.exists() else {}
+    changed = [uid for uid, line in lines.items() if uid in old and old[uid] != line]
+    for name in (records.EPISODES, records.SCORES) if changed else ():
+        if (run_dir / name).exists():
+            kept = [r for r in records.read_jsonl(run_dir / name, repair=True) if r["uid"] not in changed]
+            tmp = run_dir / (name + ".tmp")
+            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+            tmp.replace(run_dir / name)
+    if changed:
+        log.info("%d function(s) changed since the last describe into %s, played again: %s", len(changed), run_dir,
+                 ", ".join(changed))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    path.write_text("".join(line + "\n" for line in lines.values()), encoding="utf-8")
+    return changed
 
 
 # ---------------------------------------------------------------- one Markdown file per function
@@ -177,10 +203,9 @@ def _came_back(step: dict) -> str:
 
 def write_pages(run_dir: Path, rows: list[dict], model: str) -> list[tuple[Described, Path]]:
     """One Markdown file per played function in `run_dir`, and `index.md`; returns what each file shows."""
-    from aac.env.instance import code_uid
     from aac.eval import records
 
-    by_uid = {str(r.get("task_id") or code_uid(r["test_func_validated"])): r for r in rows}
+    by_uid = {row_uid(r): r for r in rows}
     scores = {s["uid"]: s for s in records.read_jsonl(run_dir / records.SCORES)} \
         if (run_dir / records.SCORES).exists() else {}
     pages = []
@@ -215,7 +240,7 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
         raise DescribeError("target= is required: module:PKG.func, module:PKG, openapi:SPEC or jsonl:FILE")
     run_dir = output_dir(cfg)
     rows, domain = target_rows(target, cfg.seed)
-    write_rows(run_dir / ROWS / f"{SPLIT}.jsonl", rows)
+    write_rows(run_dir, rows)
     given = list(hydra_overrides() if overrides is None else overrides)
     # the domain is the target's, whatever the checkpoint's run trained on (a run of functions on a service:
     # warned by the harness as a protocol it was not trained on)

@@ -207,3 +207,20 @@ def test_describe_without_a_checkpoint_plays_the_base_model(guide, tmp_path):
     assert "Played by `tiny_qwen3`, " in path.read_text() and page.episode["num_queries"] <= 1
     assert page.score is None and "**not rated**" in path.read_text()  # eval.score=false: no judge
     assert (tmp_path / "index.md").read_text().count("](") == 1
+
+
+def test_describe_plays_again_a_function_that_changed_since_the_last_describe_into_its_folder(tmp_path):
+    # a module function edited in place keeps its uid (its qualified name): its old episode must not be resumed
+    from aac.describe import write_rows
+    from aac.eval import records
+
+    rows = [{"task_id": "pkg.f", "code": "def f(x): return x"}, {"task_id": "pkg.g", "code": "def g(x): return 1"}]
+    assert write_rows(tmp_path, rows) == []
+    for name in (records.EPISODES, records.SCORES):
+        records.append_jsonl(tmp_path / name, [{"uid": "pkg.f", "old": True}, {"uid": "pkg.g", "old": True}])
+    assert write_rows(tmp_path, rows) == []  # the same rows: both resume
+    edited = [{**rows[0], "code": "def f(x): return -x"}, rows[1]]
+    assert write_rows(tmp_path, edited) == ["pkg.f"]
+    for name in (records.EPISODES, records.SCORES):
+        assert [r["uid"] for r in records.read_jsonl(tmp_path / name)] == ["pkg.g"]
+    assert records.read_jsonl(tmp_path / "rows" / "target.jsonl") == edited
