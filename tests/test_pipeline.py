@@ -87,3 +87,41 @@ def test_the_critic_judges_episodes_as_they_end_and_pays_the_same(tmp_path):
     assert llm["episode/turns_mean"] < 15
     # the wait once play ended is shorter than the critic's calls in all (without overlap it is all of them)
     assert llm["time/critic_busy_s"] > 0 and llm["time/critic_s"] < 0.98 * llm["time/critic_busy_s"], llm
+
+
+class SlowCritic:
+    """A critic double whose every batch takes `seconds` (a latency-bound engine), noting how many run at once."""
+
+    def __init__(self, seconds: float):
+        import threading
+
+        self.seconds, self.running, self.most = seconds, 0, 0
+        self._lock = threading.Lock()
+
+    def score(self, judgments):
+        import time
+
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.running -= 1
+        return [0.5] * len(judgments)
+
+
+def test_overlapped_judgment_batches_run_at_once_and_busy_is_wall_time():
+    # each collect's finished episodes are a batch: with one critic thread three batches took three latencies
+    import time
+
+    from aac.config import RewardConfig
+    from aac.rollout.workers import _Judging
+
+    critic = SlowCritic(0.4)
+    judge = _Judging(critic, RewardConfig(), overlap=True, episodes=4)
+    t0 = time.perf_counter()
+    batches = [judge._pool.submit(judge._score, [object()] * n) for n in (1, 2, 3)]
+    assert [len(b.result()) for b in batches] == [1, 2, 3]
+    wall = time.perf_counter() - t0
+    assert critic.most == 3 and wall < 2 * 0.4, wall
+    assert 0.4 <= judge.busy_s <= wall + 0.01  # the time a batch ran, not the sum of the three (1.2 s)

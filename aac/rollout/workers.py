@@ -120,22 +120,31 @@ class _TimedCaller:
 
 class _Judging:
     """The critic's judgments of a worker's played episodes. With `overlap` (`rollout.critic_overlap`)
-    each collect's finished episodes go to the critic at once, in a thread, while the others still
-    play; without it every judgment goes in one batch after the last episode (better batches, none of
-    the critic's time hidden)."""
+    each collect's finished episodes go to the critic at once, each batch in a thread of its own, while the
+    others still play (one thread ran the batches one after another: on a latency-bound engine the last ones
+    waited after the play); without it every judgment goes in one batch after the last episode (better
+    batches, none of the critic's time hidden). `busy_s`: wall seconds with a judgment batch running."""
 
-    def __init__(self, critic: Critic, rewards: RewardConfig, *, overlap: bool):
+    def __init__(self, critic: Critic, rewards: RewardConfig, *, overlap: bool, episodes: int):
         self.critic, self.rewards = critic, rewards
-        self.busy_s = 0.0
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="critic") if overlap else None
+        self.busy_s, self._running, self._since = 0.0, 0, 0.0
+        self._busy = threading.Lock()
+        # a batch per send at most, and a send per episode at most: threads start as batches come
+        self._pool = ThreadPoolExecutor(max(1, episodes), thread_name_prefix="critic") if overlap else None
         self._sent: dict[int, tuple[list[Any], Future, int]] = {}  # key -> judgments, their batch, offset
 
     def _score(self, judgments: list[Any]) -> list[Optional[float]]:
-        t0 = time.perf_counter()
+        with self._busy:
+            if not self._running:
+                self._since = time.perf_counter()
+            self._running += 1
         try:
             return score_each(self.critic, judgments)
         finally:
-            self.busy_s += time.perf_counter() - t0
+            with self._busy:
+                self._running -= 1
+                if not self._running:
+                    self.busy_s += time.perf_counter() - self._since
 
     def _asks(self, played: list[PlayedEpisode]) -> list[list[Any]]:
         return [turn_judgments(p.spec.instance, p.turns, self.rewards) for p in played]
@@ -192,7 +201,7 @@ class RolloutWorker:
         driver = EpisodeDriver(self.engine, protocol or self.protocol, caller, sampling, adapter=adapter,
                                seed=seed, max_live=r.max_live_episodes)
         before = self.critic.counts()
-        judge = _Judging(self.critic, self.rewards, overlap=bool(r.critic_overlap))
+        judge = _Judging(self.critic, self.rewards, overlap=bool(r.critic_overlap), episodes=len(specs))
         played, stats = driver.play(specs, on_done=judge.send)
         t0 = time.perf_counter()
         out = [self._result(p, js, scores) for p, (js, scores) in zip(played, judge.scores(played))]
