@@ -89,10 +89,10 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
 
 
 def row_uid(row: dict) -> str:
-    """The uid the harness gives a row's episode (aac/env/instance.py)."""
-    from aac.env.instance import code_uid
+    """The uid the harness gives a row's episode."""
+    from aac.env.instance import row_uid as uid
 
-    return str(row.get("task_id") or code_uid(row["test_func_validated"]))
+    return uid(row.get("task_id"), row["test_func_validated"])
 
 
 def write_rows(run_dir: Path, rows: list[dict]) -> list[str]:
@@ -102,20 +102,17 @@ def write_rows(run_dir: Path, rows: list[dict]) -> list[str]:
     from aac.eval import records
 
     path = run_dir / ROWS / f"{SPLIT}.jsonl"
-    lines = {row_uid(r): json.dumps(r, ensure_ascii=False) for r in rows}
-    old = {row_uid(r): json.dumps(r, ensure_ascii=False) for r in records.read_jsonl(path)} if path.exists() else {}
-    changed = [uid for uid, line in lines.items() if uid in old and old[uid] != line]
+    old = {row_uid(r): r for r in records.read_jsonl(path)} if path.exists() else {}
+    changed = [row_uid(r) for r in rows if row_uid(r) in old and old[row_uid(r)] != r]
     for name in (records.EPISODES, records.SCORES) if changed else ():
         if (run_dir / name).exists():
-            kept = [r for r in records.read_jsonl(run_dir / name, repair=True) if r["uid"] not in changed]
-            tmp = run_dir / (name + ".tmp")
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
-            tmp.replace(run_dir / name)
+            records.write_jsonl(run_dir / name, [r for r in records.read_jsonl(run_dir / name, repair=True)
+                                                 if r["uid"] not in changed])
     if changed:
         log.info("%d function(s) changed since the last describe into %s, played again: %s", len(changed), run_dir,
                  ", ".join(changed))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines.values()), encoding="utf-8")
+    records.write_jsonl(path, rows)
     return changed
 
 

@@ -216,12 +216,13 @@ def test_describe_plays_again_a_function_that_changed_since_the_last_describe_in
     from aac.describe import write_rows
     from aac.eval import records
 
-    rows = [{"task_id": "pkg.f", "code": "def f(x): return x"}, {"task_id": "pkg.g", "code": "def g(x): return 1"}]
+    rows = [{"task_id": "pkg.f", "test_func_validated": "def test_func(x): return x"},
+            {"task_id": "pkg.g", "test_func_validated": "def test_func(x): return 1"}]
     assert write_rows(tmp_path, rows) == []
     for name in (records.EPISODES, records.SCORES):
         records.append_jsonl(tmp_path / name, [{"uid": "pkg.f", "old": True}, {"uid": "pkg.g", "old": True}])
     assert write_rows(tmp_path, rows) == []  # the same rows: both resume
-    edited = [{**rows[0], "code": "def f(x): return -x"}, rows[1]]
+    edited = [{**rows[0], "test_func_validated": "def test_func(x): return -x"}, rows[1]]
     assert write_rows(tmp_path, edited) == ["pkg.f"]
     for name in (records.EPISODES, records.SCORES):
         assert [r["uid"] for r in records.read_jsonl(tmp_path / name)] == ["pkg.g"]

@@ -86,6 +86,11 @@ def code_uid(code: str) -> str:
     return "h" + hashlib.sha256(code.encode()).hexdigest()[:12]
 
 
+def row_uid(task_id: object, code: str) -> str:
+    """An instance's uid: its row's task_id where it has one, else the hash of its code."""
+    return str(task_id) if task_id not in (None, "") else code_uid(code)
+
+
 def _text(row: dict, column: str) -> str:
     value = row.get(column)
     if value is None:
@@ -150,10 +155,9 @@ def _from_row(row: dict, domain: str) -> Instance:
         raise _RowError(f"the row is of domain {stored!r}, not {domain!r} (set env.domain={stored})")
     code = _text(row, "test_func_validated")
     header = _text(row, "header")
-    task_id = row.get("task_id")
     source = row.get("source")
     return Instance(
-        uid=str(task_id) if task_id not in (None, "") else code_uid(code),
+        uid=row_uid(row.get("task_id"), code),
         source=str(source) if source not in (None, "") else "unknown",
         code=code,
         description=_text(row, "description"),

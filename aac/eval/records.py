@@ -65,6 +65,13 @@ def append_jsonl(path: Path, records: list[dict]) -> None:
         os.fsync(f.fileno())
 
 
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    """Replace `path` with `records`, one JSON line each: readers see the old file or the new one, whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in records), encoding="utf-8")
+    tmp.replace(path)
+
+
 def by_uid(records: list[dict]) -> dict[str, dict]:
     return {r["uid"]: r for r in records}
 
