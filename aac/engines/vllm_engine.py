@@ -391,6 +391,20 @@ class VLLMEngine(Engine):
                          finish_reason="length" if o.finish_reason == "length" else "stop",
                          adapter=req.adapter, adapter_version=version)
 
+    def _picker(self, requests: list[GenRequest], run: list[int], use_lora: Callable[[], bool]
+                ) -> tuple[list[tuple[Any, Optional[int]]], Callable[[], Optional[list[Any]]]]:
+        """The `loras` callable `_add` asks on the loop (the LoRA requests of `run`, or None where `use_lora()`
+        says LoRA is off), and the list of each request's (LoRA request, version) it fills there. Adapters are
+        resolved on the loop, where a load runs only with nothing in flight: a concurrent hot-load cannot swap
+        them under the batch."""
+        loras: list[tuple[Any, Optional[int]]] = []
+
+        def pick() -> Optional[list[Any]]:
+            loras.extend(self._lora(r.adapter) for r in requests)
+            return [loras[i][0] for i in run] if use_lora() else None
+
+        return loras, pick
+
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         if not requests:
             return []
@@ -398,15 +412,8 @@ class VLLMEngine(Engine):
         prompt_ids, run = self._prepare(requests)
         results: list[Any] = [None if i in run else too_long(r, ids, self.max_model_len)
                               for i, (r, ids) in enumerate(zip(requests, prompt_ids))]
-        # adapters resolved on the loop, where a load runs only with nothing in flight: a concurrent
-        # hot-load cannot swap them under the batch
-        loras: list[tuple[Any, Optional[int]]] = []
-
-        def pick() -> Optional[list[Any]]:
-            loras.extend(self._lora(r.adapter) for r in requests)
-            use_lora = self._batch_lora(any(requests[i].adapter is not None for i in run))
-            return [loras[i][0] for i in run] if use_lora else None
-
+        loras, pick = self._picker(requests, run,
+                                   lambda: self._batch_lora(any(requests[i].adapter is not None for i in run)))
         outputs = self._run([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run), pick)
         for i, out in zip(run, outputs):
             results[i] = self._result(requests[i], prompt_ids[i], out, loras[i][1])
@@ -419,12 +426,7 @@ class VLLMEngine(Engine):
         requests always run with LoRA when it is enabled (base ones through the identity adapter):
         requests added later, with or without an adapter, may share their batches."""
         prompt_ids, run = self._prepare(requests)
-        loras: list[tuple[Any, Optional[int]]] = []
-
-        def pick() -> Optional[list[Any]]:
-            loras.extend(self._lora(r.adapter) for r in requests)
-            return [loras[i][0] for i in run] if self._use_lora(True) else None
-
+        loras, pick = self._picker(requests, run, lambda: self._use_lora(True))
         ids = iter(self._add([prompt_ids[i] for i in run], self._sampling_params(requests, prompt_ids, run), pick))
         tickets: list[Any] = []
         with self._cv:
