@@ -105,6 +105,12 @@ def _commit() -> str:
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
 
 
+def wait_while_paused(work: Path) -> None:
+    """Between runs, wait while WORK/PAUSE exists: a quiet machine for a measurement, without losing a run."""
+    while (work / "PAUSE").exists():
+        time.sleep(10)
+
+
 def run_arm(arm: str, seed: int, steps: int, repeats: int, work: Path, protocol_run: Path | None) -> Path:
     """Train (unless `arm` is the base), play the held-out split `repeats` times, write the result file."""
     from aac.metrics import read
@@ -148,6 +154,7 @@ def main_run(args: argparse.Namespace) -> None:
     jobs = [(arm, seed) for seed in seeds for arm in arms if not _done(f"{arm}_seed{seed}", args.steps)]
     logging.info("ablation: %d runs to do: %s", len(jobs), ", ".join(f"{a}_seed{s}" for a, s in jobs))
     for arm, seed in jobs:
+        wait_while_paused(args.work)
         logging.info("ablation: wrote %s", run_arm(arm, seed, args.steps, args.repeats, args.work, None))
     if not _done(BASE, None):
         protocol = next((args.work / f"{a}_seed{s}" for s in seeds for a in arms
