@@ -6,8 +6,10 @@ the held-out split beside the untrained base:
   branch arcs of the source or returns a new result; the stop is verified in the sandbox);
 - `aac_mutants`: the same schedule judged by the mutants critic (`critic.kind=mutants`);
 - `sym_info`: the critic without the privileged side (`critic.mode=symmetric`: a call is informative only when
-  its result is new), the paper's SYM-INFO;
-- `final`: the outcome reward only (`rewards.schedule=final`), the paper's FINAL;
+  its result is new), the paper's SYM-INFO; the recipe's schedule (`aac_potential`) kept, so the critic's
+  privileged side is the only difference (`rewards=sym_info` would also switch to the paper's table);
+- `final`: the outcome reward only, broadcast (`rewards.schedule=final`, `rewards.advantage=final`: what
+  `rewards=final` sets), the paper's FINAL; the late-stop charge reads every reflect turn's score, so it goes;
 - `base`: the untrained model under the same protocol.
 
 Every (arm, seed) is its own training process, then --repeats sampled plays (T=1) of every held-out function
@@ -40,8 +42,8 @@ sys.path.insert(0, str(HERE))
 ARMS: dict[str, list[str]] = {
     "aac": [],
     "aac_mutants": ["critic.kind=mutants"],
-    "sym_info": ["rewards.schedule=sym_info", "critic.mode=symmetric"],
-    "final": ["rewards.schedule=final", "rewards.late_stop_penalty=0"],
+    "sym_info": ["critic.mode=symmetric"],
+    "final": ["rewards.schedule=final", "rewards.advantage=final", "rewards.late_stop_penalty=0"],
 }
 BASE = "base"
 # the training curve's verifiable metrics kept per step (bench_demo_learning.py's run adds informative calls)
