@@ -330,7 +330,10 @@ class CriticConfig:
     # rule of aac/eval/informative.py): the one a 135M model's calls can meet (its calls rarely reach arcs
     # beyond the context example's: benchmarks/RESULTS.md, "What the embedded default learns")
     scripted_rule: ScriptedRule = ScriptedRule.arcs
-    mode: CriticMode = CriticMode.privileged  # symmetric: the SYM-INFO ablation
+    # symmetric: the SYM-INFO ablation, the critic without the privileged side: the LLM critic's prompts
+    # without the gold description and source; the scripted critic's rule without the source (a call is
+    # informative when its input and its result, as the actor saw it, are new: aac/critic/scripted.py)
+    mode: CriticMode = CriticMode.privileged
     # None: the actor's base model, served by the same engine (adapter off)
     model: Optional[str] = None
     backend: Optional[EngineKind] = None  # None: the actor's backend (rollout.engine)

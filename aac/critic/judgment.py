@@ -21,6 +21,9 @@ class Judgment:
     # informativeness: the input the plan's input turn actually called (None: that turn made no call,
     # or the episode ended first); lets a scorer judge the realised query, not only the plan
     query: Optional[str] = None
+    # informativeness: what that call gave, as the actor saw it (None: no call); the symmetric scripted
+    # critic reads a call's result here, not from the source
+    answer: Optional[Observation] = None
 
 
 class Critic(Protocol):

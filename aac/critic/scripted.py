@@ -16,6 +16,14 @@ the same coverage machinery as `critic.informativeness=coverage` (aac/critic/cov
 The hypothesis text and the plan's words play no part. Scores come back through the same interface
 as `PrivilegedCritic.score` (a float in [0, 1], None when the function could not be measured), with
 the same counters, so the reward schedules run unchanged.
+
+`critic.mode=symmetric` (the SYM-INFO ablation) is the same rule without the privileged side: it reads
+neither the source nor the gold description, runs nothing, and knows only what the actor saw. A call is
+informative when its input is new in the episode and its result, as the actor saw it (the call's
+`Judgment.answer`, or its observation), is new beside the earlier observations' (the normalised output,
+or the exception's type: `coverage.result_key`) and is no error: the `coverage` rule without its branch
+arcs (`critic.scripted_rule` picks the privileged rule only). Hypothesis quality after n such calls as
+above, so `critic.scripted_k` and the stop threshold keep their meaning.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Optional
 
-from aac.critic.coverage import CoverageInformativeness
+from aac.critic.coverage import CoverageInformativeness, result_key
 from aac.critic.critic import Counted, _Counters
 from aac.critic.judgment import Judgment
 from aac.env.domains import get_domain
@@ -38,9 +46,11 @@ class ScriptedCritic(Counted):
                  coverage: Optional[CoverageInformativeness] = None) -> None:
         self.k = cfg.scripted_k
         self.rule = cfg.scripted_rule
+        self.symmetric = cfg.mode == "symmetric"
         self.stop_threshold = stop_threshold
-        self.coverage = coverage or CoverageInformativeness(caller, output_weight=cfg.coverage_output_weight,
-                                                            call_timeout_s=cfg.coverage_call_timeout_s)
+        # symmetric: no coverage helper, nothing run (the source is never read)
+        self.coverage = None if self.symmetric else coverage or CoverageInformativeness(
+            caller, output_weight=cfg.coverage_output_weight, call_timeout_s=cfg.coverage_call_timeout_s)
         self._counters = _Counters()
         self._lock = threading.Lock()
 
@@ -51,7 +61,8 @@ class ScriptedCritic(Counted):
     def score(self, judgments: list[Judgment]) -> list[Optional[float]]:
         """One score per judgment, in order; None where the function could not be measured."""
         per_call = [self._calls(j) for j in judgments]
-        self.coverage.measure([c for calls in per_call for c in calls])
+        if self.coverage is not None:
+            self.coverage.measure([c for calls in per_call for c in calls])
         out: list[Optional[float]] = []
         for j, calls in zip(judgments, per_call):
             verdicts = [self._informative(c) for c in calls]
@@ -75,9 +86,12 @@ class ScriptedCritic(Counted):
             return [] if j.query is None else [j]
         first = len(get_domain(j.instance.domain).context(j.instance))  # the context comes first, and is no call
         return [Judgment(kind="informativeness", instance=j.instance, hypothesis="", observations=j.observations[:i],
-                         text="", query=j.observations[i].input) for i in range(first, len(j.observations))]
+                         text="", query=j.observations[i].input, answer=j.observations[i])
+                for i in range(first, len(j.observations))]
 
     def _informative(self, call: Judgment) -> Optional[bool]:
+        if self.coverage is None:
+            return self._new_result(call)
         if self.rule == "coverage":
             score = self.coverage.score([call])[0]  # 0 for a call that raised or timed out
             reached = None if score is None else score > 0
@@ -89,5 +103,18 @@ class ScriptedCritic(Counted):
         earlier = {o.input.strip() for o in call.observations}
         return call.query.strip() not in earlier and reached
 
+    @staticmethod
+    def _new_result(call: Judgment) -> Optional[bool]:
+        """The symmetric rule: a new input whose result (no error) the earlier observations did not show;
+        None when the call's result is not in the judgment."""
+        if call.answer is None:
+            return None
+        if call.answer.error is not None:
+            return False
+        earlier = {o.input.strip() for o in call.observations}
+        seen = {result_key(o.output_repr, o.error) for o in call.observations}
+        return call.query.strip() not in earlier and result_key(call.answer.output_repr, None) not in seen
+
     def close(self) -> None:
-        self.coverage.close()
+        if self.coverage is not None:
+            self.coverage.close()

@@ -40,6 +40,7 @@ def turn_judgment(instance: Instance, turn: TurnLike, next_step: Optional[StepRe
     """The critic judgment `turn` needs under the schedule (`rewards.*`), or None; `next_step` is the
     step played after it (None: the episode ended on this turn)."""
     from aac.critic import Judgment
+    from aac.env.observation import Observation
 
     step = turn.step
     kind = judgment_kind(step, rewards)
@@ -47,9 +48,11 @@ def turn_judgment(instance: Instance, turn: TurnLike, next_step: Optional[StepRe
         return None
     # a hypothesis is judged as the step leaves it, against everything seen (its call included)
     hypothesis = step.hypothesis if kind == HYPOTHESIS else turn.hypothesis
-    query = next_step.parsed if next_step is not None and next_step.call is not None else None
+    call = next_step.call if next_step is not None else None
+    query = next_step.parsed if call is not None else None
+    answer = Observation(query, call.output_repr, call.error) if call is not None and query is not None else None
     return Judgment(kind=kind, instance=instance, hypothesis=hypothesis, observations=turn.observations,
-                    text=graded_text(step, kind), query=query)
+                    text=graded_text(step, kind), query=query, answer=answer)
 
 
 def turn_judgments(instance: Instance, turns: Sequence[TurnLike], rewards: RewardConfig) -> list[Optional[Judgment]]:
