@@ -265,11 +265,11 @@ _PROCESS_ENGINES: list[EngineSet] = []  # a standalone critic's engines: one set
 def standalone_critic(critic: CriticConfig, *, stop_threshold: float, spread_list: bool) -> Critic:
     """A critic for a process that plays no actor of ours (SkyRL's env workers, aac/skyrl/reward_env.py):
     its engine is `critic.backend` serving `critic.model` from this process's own engines (none for
-    `critic.kind=scripted`); coverage runs the calls in the process's shared sandbox pool."""
+    `critic.kind=scripted` or `mutants`); coverage runs the calls in the process's shared sandbox pool."""
     from aac.critic import make_critic
 
     engine = None
-    if critic.kind != "scripted":
+    if critic.kind == "llm":
         if not _PROCESS_ENGINES:
             _PROCESS_ENGINES.append(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False))
         engine = critic_engine(_PROCESS_ENGINES[0], critic)
