@@ -197,3 +197,61 @@ def test_no_mutant_text_in_any_actor_prompt(with_mutants):
     texts = [m["content"] for chat in chats for m in chat] + [row["direct_prompt"], row["interactive_starting_prompt"]]
     assert len(chats) == 12 and all(f not in t for f in fragments for t in texts)
 
+
+# ---------------------------------------------------------------- query efficiency (aac/eval/query_efficiency.py)
+
+
+def test_query_efficiency_beside_the_greedy_oracle(runner, with_mutants):
+    """7 kills nothing, 5 two of the three, 4 the last; the oracle asks 5 then 4 (the row's test inputs)."""
+    from aac.eval.query_efficiency import query_efficiency
+
+    qe = query_efficiency(["(7,)", "(5,)", "(4,)"], with_mutants, runner)
+    assert qe == {"mutants": 3, "killed": [0.0, 0.6667, 1.0], "queries_to_90": 3,
+                  "oracle_killed": [0.6667, 1.0], "oracle_queries_to_90": 2}
+    assert query_efficiency(["(4,)"], with_mutants, runner)["killed"] == [0.3333]
+    assert query_efficiency([], with_mutants, runner)["queries_to_90"] is None
+    assert query_efficiency(["(5,)"], threshold_instance(), runner) is None  # no mutants built
+    assert query_efficiency(["(5,)"], replace(with_mutants, mutants=()), runner) is None  # none kept
+
+
+def test_query_efficiency_summary_and_report():
+    from aac.eval.query_efficiency import record_queries, summarize_efficiency
+    from aac.eval.report import render_markdown, summarize
+
+    a = {"mutants": 3, "killed": [0.0, 0.6667, 1.0], "queries_to_90": 3, "oracle_killed": [0.6667, 1.0],
+         "oracle_queries_to_90": 2}
+    b = {"mutants": 4, "killed": [0.5], "queries_to_90": None, "oracle_killed": [0.5, 0.75, 1.0],
+         "oracle_queries_to_90": 3}
+    s = summarize_efficiency([a, None, b])
+    assert s["episodes"] == 2 and s["mutants_mean"] == 3.5 and s["killed_mean"] == pytest.approx(0.75)
+    assert s["killed_at_k"] == pytest.approx([0.25, 0.58335, 0.75])  # b stopped after 1: it keeps 0.5
+    assert s["oracle_killed_at_k"] == pytest.approx([0.58335, 0.875, 1.0])
+    assert (s["queries_to_90_mean"], s["reached_90_pct"]) == (3.0, 50.0)
+    assert (s["oracle_queries_to_90_mean"], s["oracle_reached_90_pct"]) == (2.5, 100.0)
+    assert s["vs_oracle_mean"] == pytest.approx((1.0 / 1.0 + 0.5 / 0.5) / 2)
+    assert summarize_efficiency([None]) is None
+    episode = {"uid": "m/0", "source": "s", "mode": "interactive", "num_queries": 2, "concluded": True, "turns": 6,
+               "format_errors": 0, "observations": [["(1,)", "'small'", None], ["(9,)", "'big'", None],
+                                                    ["(7,)", "'big'", None], ["(5,)", "'big'", None]]}
+    assert record_queries(episode) == ["(7,)", "(5,)"]
+    scores = {"m/0": {"uid": "m/0", "judge": {"score": 3, "parsed": True, "text": ""}, "query_efficiency": a}}
+    md = render_markdown(summarize({"name": "x"}, [episode], scores))
+    assert "| mutants killed after 1 / 2 / 3 queries (oracle) | 0 / 67 / 100 % (67 / 100 / 100 %) |" in md
+    assert "| queries to kill 90% of the mutants (oracle) | 3.0 in 100 % of episodes (2.0 in 100 %) |" in md
+
+
+def test_the_viewer_shows_an_eval_episodes_query_efficiency(tmp_path):
+    from aac.view import render
+    from aac.view.load import load
+
+    qe = {"mutants": 3, "killed": [0.0, 0.6667], "queries_to_90": None, "oracle_killed": [0.6667, 1.0],
+          "oracle_queries_to_90": 2}
+    episode = {"uid": "m/0", "mode": "interactive", "num_queries": 2, "concluded": False, "turns": 0,
+               "format_errors": 0, "observations": [], "steps": []}
+    (tmp_path / "episodes.jsonl").write_text(json.dumps(episode) + "\n")
+    (tmp_path / "scores.jsonl").write_text(json.dumps({"uid": "m/0", "judge": {"score": 2}, "query_efficiency": qe})
+                                           + "\n")
+    side = load(tmp_path)
+    assert side.episodes[0]["qe"] == qe
+    html = render([side])
+    assert "function qeHtml(q)" in html and '"qe":{"mutants":3' in html
