@@ -161,12 +161,12 @@ function qeHtml(q) {
   const K = Math.max(q.killed.length, q.oracle_killed.length, 1), W = 120, H = 24;
   const pts = (c) => [0].concat(c).map((v, k) => (k * W / K).toFixed(1) + ',' + (H - v * H).toFixed(1)).join(' ');
   const pc = (v) => Math.round(100 * v) + '%';
-  const n = (v) => v == null ? 'never' : v;
+  const n = (v) => v == null ? 'not reached' : 'after ' + v + (v === 1 ? ' query' : ' queries');
   return '<div class="qe" title="share of the row\'s mutants killed after each query (solid), and by the oracle greedy over the test inputs (dashed)">'
     + '<svg width="' + W + '" height="' + H + '"><polyline class="or" points="' + pts(q.oracle_killed) + '"/>'
     + '<polyline class="ag" points="' + pts(q.killed) + '"/></svg> mutants killed: '
     + (q.killed.length ? q.killed.map(pc).join(' → ') : 'none (no query)') + ' of ' + q.mutants
-    + ' · 90% after ' + n(q.queries_to_90) + ' queries (oracle: ' + n(q.oracle_queries_to_90) + ')</div>';
+    + ' · 90% ' + n(q.queries_to_90) + ' (oracle: ' + n(q.oracle_queries_to_90) + ')</div>';
 }
 function episodeHtml(e, side) {
   if (!e) return '<p class="muted">not played in ' + esc(side.name) + '</p>';
