@@ -49,6 +49,7 @@ from aac.rollout.workers import RolloutWorker
 if TYPE_CHECKING:
     from aac.critic import Critic
     from aac.critic.coverage import CoverageInformativeness
+    from aac.data.mutants import KillRunner
     from aac.engines import Engine
     from aac.learner import LearnerLike
     from aac.sandbox import SandboxPool
@@ -142,6 +143,7 @@ class Run:
     _pool: Optional[SandboxPool] = None
     _scorers: Optional[tuple[Judge | LogprobJudge, CodeMatcher]] = None
     _coverage: Optional[CoverageInformativeness] = None
+    _mutants: Optional[KillRunner] = None
 
     @property
     def pool(self) -> SandboxPool:
@@ -187,6 +189,16 @@ class Run:
                                                      call_timeout_s=c.coverage_call_timeout_s)
         return self._coverage
 
+    def mutant_kills(self) -> KillRunner:
+        """Runs eval episodes' queries on their rows' mutants in the driver's pool, as `critic.kind=mutants` runs
+        plans' calls (aac/eval/query_efficiency.py)."""
+        if self._mutants is None:
+            from aac.data.mutants import KillRunner
+
+            self._mutants = KillRunner(sandbox_caller(self.pool, spread_list=self.cfg.env.spread_list_args),
+                                       timeout_s=self.cfg.critic.coverage_call_timeout_s)
+        return self._mutants
+
     def rebuild_dead(self) -> list[str]:
         """Rebuild every piece whose Ray actor died (none in-process); the names of those rebuilt. A
         rebuilt engine takes every rollout worker with it: a worker holds a copy of the engine's proxy."""
@@ -213,6 +225,8 @@ class Run:
             w.close()
         if self._coverage is not None:
             self._coverage.close()
+        if self._mutants is not None:
+            self._mutants.close()
         if self._pool is not None:
             self._pool.close()
         if self.learner is not None:
@@ -265,11 +279,11 @@ _PROCESS_ENGINES: list[EngineSet] = []  # a standalone critic's engines: one set
 def standalone_critic(critic: CriticConfig, *, stop_threshold: float, spread_list: bool) -> Critic:
     """A critic for a process that plays no actor of ours (SkyRL's env workers, aac/skyrl/reward_env.py):
     its engine is `critic.backend` serving `critic.model` from this process's own engines (none for
-    `critic.kind=scripted`); coverage runs the calls in the process's shared sandbox pool."""
+    `critic.kind=scripted` or `mutants`); coverage runs the calls in the process's shared sandbox pool."""
     from aac.critic import make_critic
 
     engine = None
-    if critic.kind != "scripted":
+    if critic.kind == "llm":
         if not _PROCESS_ENGINES:
             _PROCESS_ENGINES.append(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False))
         engine = critic_engine(_PROCESS_ENGINES[0], critic)

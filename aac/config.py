@@ -54,7 +54,7 @@ Allocator = _choice("Allocator", "glibc", "jemalloc")
 OnBadRow = _choice("OnBadRow", "warn", "raise")
 Isolation = _choice("Isolation", "auto", *ISOLATION_MODES)  # the sandbox's own list (stdlib-only)
 CriticMode = _choice("CriticMode", "privileged", "symmetric")
-CriticKind = _choice("CriticKind", "llm", "scripted")
+CriticKind = _choice("CriticKind", "llm", "scripted", "mutants")
 CriticScoring = _choice("CriticScoring", "generate", "logprob")
 Informativeness = _choice("Informativeness", "judge", "coverage")
 ScriptedRule = _choice("ScriptedRule", "arcs", "coverage")
@@ -286,11 +286,12 @@ _QUERIES = {"stateful": "queries methods", "web": "sends HTTP requests"}  # the 
 
 @rule("env.domain", "critic.informativeness", "critic.kind")
 def _branches_need_functions(cfg: TrainConfig) -> None:
-    """env.domain=stateful or web needs critic.informativeness=judge and critic.kind=llm: coverage and the scripted
-    critic run a plan's query as a function input and read the branch arcs it reaches."""
-    if str(cfg.env.domain) in _QUERIES and (cfg.critic.informativeness == "coverage" or cfg.critic.kind == "scripted"):
-        raise ConfigError("critic.informativeness=coverage and critic.kind=scripted measure a function's branches; "
-                          f"env.domain={cfg.env.domain} needs critic.informativeness=judge and critic.kind=llm")
+    """env.domain=stateful or web needs critic.informativeness=judge and critic.kind=llm: coverage, the scripted
+    and the mutants critic run a plan's query as a function input (and read the branch arcs it reaches, or run
+    it on mutants)."""
+    if str(cfg.env.domain) in _QUERIES and (cfg.critic.informativeness == "coverage" or cfg.critic.kind != "llm"):
+        raise ConfigError(f"critic.informativeness=coverage and critic.kind={cfg.critic.kind} run a function on its "
+                          f"inputs; env.domain={cfg.env.domain} needs critic.informativeness=judge and critic.kind=llm")
 
 
 @rule("env.input_literals")
@@ -321,7 +322,10 @@ class OpenAIConfig:
 class CriticConfig:
     # llm: an LLM grades (the paper's) | scripted: a rule with a known optimum for controlled
     # experiments (aac/critic/scripted.py): no engine; hypothesis quality passes rewards.stop_threshold
-    # at the scripted_k-th call that reaches new branch arcs
+    # at the scripted_k-th call that reaches new branch arcs | mutants: information measured exactly over
+    # the row's mutants (aac/critic/mutants.py): a plan scores the share of the surviving mutants its call
+    # kills, a hypothesis the share of all killed; rows whose mutants were built but none kept fall back to
+    # the scripted rule; rows without the mutants column are refused at start
     kind: CriticKind = CriticKind.llm
     # kind=scripted: informative calls to a full hypothesis score (1.0); before, stop_threshold * n / K
     scripted_k: int = setting(3, "> 0")
@@ -351,7 +355,8 @@ class CriticConfig:
     # realised call reached, measured in the sandbox (LLM-free; aac/critic/coverage.py)
     informativeness: Informativeness = Informativeness.judge
     coverage_output_weight: float = setting(0.5, "[0, 1]")  # coverage score = (1 - w) * new-arc share + w * new output
-    coverage_call_timeout_s: float = setting(2.0, "> 0")  # per call when coverage runs the function
+    # per call when coverage (or the scripted or mutants critic) runs the function, or a mutant of it
+    coverage_call_timeout_s: float = setting(2.0, "> 0")
     card: Optional[str] = None  # the critic's report card (python -m aac.critic.check): logged at start
 
 
@@ -371,7 +376,7 @@ class RewardConfig:
     timeout_penalty: float = setting(-1.0, "<= 0")  # reward of the step that hits T_max
     # reward of a reflect that goes on (NO, or no decision parsed) when the hypothesis it leaves scores above
     # stop_threshold: a right stop missed, charged as b_term charges a premature one. 0: the paper's (its b_term
-    # pays such a NO 0). For a critic whose score is verified (critic.kind=scripted), where the threshold is
+    # pays such a NO 0). For a critic whose score is verified (critic.kind=scripted or mutants), where the threshold is
     # passed exactly when the stop is right; with a noisy critic it would teach stopping on noise
     late_stop_penalty: float = setting(0.0, "<= 0 (0: none)")
     t_max: int = setting("${env.max_steps}", "> 0")  # T_max in lambda_h / (2 T_max): env.max_steps
@@ -394,10 +399,10 @@ class RewardConfig:
 
 @rule("rewards.late_stop_penalty", "critic.kind")
 def _late_stop_needs_verified_score(cfg: TrainConfig) -> None:
-    """rewards.late_stop_penalty != 0 needs critic.kind=scripted (a verified hypothesis score)."""
-    if cfg.rewards.late_stop_penalty and cfg.critic.kind != "scripted":
+    """rewards.late_stop_penalty != 0 needs critic.kind=scripted or mutants (a verified hypothesis score)."""
+    if cfg.rewards.late_stop_penalty and cfg.critic.kind == "llm":
         raise ConfigError(f"rewards.late_stop_penalty={cfg.rewards.late_stop_penalty!r} needs a verified hypothesis "
-                          f"score (critic.kind=scripted, got {cfg.critic.kind}): a judged one would pay a NO for a worse "
+                          f"score (critic.kind=scripted or mutants, got {cfg.critic.kind}): a judged one would pay a NO for a worse "
                           "hypothesis (docs/method.md §7.5)")
 
 
@@ -426,6 +431,14 @@ def _format_credit(cfg: TrainConfig) -> None:
                           f"it needs rewards.advantage=turn (got {cfg.rewards.advantage})")
     if not cfg.rewards.format_in_return and cfg.rewards.schedule == "final":
         raise ConfigError("rewards.format_in_return=false: rewards.schedule=final pays no format penalty to credit")
+
+
+@rule("critic.kind", "critic.mode")
+def _mutants_are_privileged(cfg: TrainConfig) -> None:
+    """critic.kind=mutants needs critic.mode=privileged (the mutants are the row's privileged side)."""
+    if cfg.critic.kind == "mutants" and cfg.critic.mode != "privileged":
+        raise ConfigError("critic.kind=mutants reads the row's mutants, its privileged side: critic.mode=symmetric "
+                          "(SYM-INFO) goes with critic.kind=scripted or llm")
 
 
 @rule("rewards.schedule", "critic.mode")

@@ -430,9 +430,14 @@ def _with_model(openai: OpenAIConfig, served: str) -> OpenAIConfig:
 def critic_engine(engines: EngineSet, critic: CriticConfig) -> Optional[Engine]:
     """The critic's engine: `critic.backend` (default: the actor's backend) serving `critic.model`
     (default: the actor's base model) — the actor's own engine, adapter off, when both are defaults.
-    None for `critic.kind=scripted`, which needs none."""
+    None for `critic.kind=scripted` or `mutants`, which need none."""
     if critic.kind == "scripted":
-        log.info("critic: scripted (K = %d informative calls), no engine", critic.scripted_k)
+        log.info("critic: scripted (K = %d informative calls%s), no engine", critic.scripted_k,
+                 "; symmetric: a new result, nothing privileged read" if critic.mode == "symmetric" else "")
+        return None
+    if critic.kind == "mutants":
+        log.info("critic: mutants (share of the row's mutants killed; the scripted rule, K = %d, where a row kept "
+                 "none), no engine", critic.scripted_k)
         return None
     kind = critic.backend or engines.rollout.engine
     model = critic.model or engines.model.name

@@ -16,6 +16,7 @@ from aac.data.anonymize import RejectedCode, anonymize, with_validator
 from aac.data.builtin import builtin_path
 from aac.data.coverage import CoverageRunner
 from aac.data.inputs import Mutator, code_constants, infer_types, render, same_value, validator_source
+from aac.data.mutants import MUTANTS_VERSION
 from aac.data.pau import BuildConfig, build, fingerprints
 from aac.data.sources import clean_description, read_tasks
 from aac.data.splits import split_instances
@@ -316,7 +317,8 @@ def check_rows(path, sandbox) -> list:
     rows = [json.loads(line) for line in open(path)]
     assert rows
     for row in rows:
-        assert set(row) == {*PAU_COLUMNS, "task_id", "source", "domain"} and row["domain"] == "pau"
+        # the published schema, and the privileged mutants column beside it (aac/data/mutants.py)
+        assert set(row) == {*PAU_COLUMNS, "task_id", "source", "domain", "mutants"} and row["domain"] == "pau"
         assert all(isinstance(v, str) for v in row.values())
     instances = load_instances(path, on_bad_row="raise")
     jobs = []
@@ -460,7 +462,16 @@ def test_builtin_path_builds_once_with_a_split(tmp_path, monkeypatch):
     assert not [p for p in train.parent.parent.iterdir() if p.name.startswith(".tiny-")]  # no temp left
     (train.parent / "meta.json").write_text(json.dumps({**meta, "build_version": 0}))  # an older builder's
     assert builtin_path("tiny", "test") == test and train.stat().st_mtime_ns != stamp
-    assert json.loads((train.parent / "meta.json").read_text())["build_version"] == builtin_mod.BUILD_VERSION
+    meta = json.loads((train.parent / "meta.json").read_text())
+    assert meta["build_version"] == builtin_mod.BUILD_VERSION and meta["mutants"]["version"] == MUTANTS_VERSION
+    # a set built before the mutants (or under an older version of them) gets them in place: no rebuild
+    rows = train.read_text().splitlines()
+    train.write_text("".join(json.dumps({k: v for k, v in json.loads(r).items() if k != "mutants"}, ensure_ascii=False)
+                             + "\n" for r in rows))
+    (train.parent / "meta.json").write_text(json.dumps({**meta, "mutants": {"version": 0}}))
+    assert builtin_path("tiny", "test") == test and train.read_text().splitlines() == rows
+    assert json.loads((train.parent / "meta.json").read_text())["mutants"]["version"] == MUTANTS_VERSION
+    assert any(json.loads(json.loads(r)["mutants"]) for r in rows)  # clip's bounds, at least
     with pytest.raises(ValueError, match="unknown builtin dataset"):
         builtin_path("nope", "train")
     with pytest.raises(ValueError, match="splits"):

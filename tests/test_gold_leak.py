@@ -1,16 +1,19 @@
 """The gold-leak guard: in ordinary runs (a training step and an `aac.eval` run, tiny recipe, the real
-HF engine) no request the actor's engine receives holds the gold description or the function's
-source; only the privileged roles' requests (critic, judge) do. The positive control, an answer-aware
+HF engine) no request the actor's engine receives holds the gold description, the function's source or
+its mutants (the row's privileged side); only the privileged roles' requests (critic, judge) do. The positive control, an answer-aware
 teacher's prompts caught by the same detector, is in test_teacher.py (no model needed there)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+import aac.datasets
 import aac.engines
 from aac.config import compose
 from aac.critic.prompts import system_prompts
-from aac.datasets import load_instances
+from aac.env.instance import Mutant
 from aac.eval.harness import evaluate
 from aac.scorers import codematch, judge
 from aac.training import Trainer
@@ -29,6 +32,27 @@ def gold_fragments(instance) -> list[str]:
     """The gold description and every distinctive line of the source (the header is shown to the actor)."""
     lines = {_flat(line) for line in instance.code.splitlines()} - {_flat(instance.header)}
     return [f for f in [_flat(instance.description), *sorted(lines)] if len(f) >= MIN_LINE_CHARS]
+
+
+def mutant_fragments(instance) -> list[str]:
+    """Every distinctive line of the row's mutants that its source does not hold (the lines they changed)."""
+    own = {_flat(line) for line in instance.code.splitlines()}
+    lines = {_flat(line) for m in instance.mutants or () for line in m.code.splitlines()} - own
+    return [f for f in sorted(lines) if len(f) >= MIN_LINE_CHARS]
+
+
+CANARY = "canary_mutant_line = 'a9d2b7'"  # a line only a mutant holds, on every row loaded in the test
+
+
+@pytest.fixture
+def canary_mutants(monkeypatch) -> None:
+    real = aac.datasets.load_instances
+
+    def load(*args, **kwargs):
+        return [replace(i, mutants=(*(i.mutants or ()), Mutant("drop", "canary", f"{CANARY}\n{i.code}", "(0,)")))
+                for i in real(*args, **kwargs)]
+
+    monkeypatch.setattr(aac.datasets, "load_instances", load)
 
 
 def leaked(chat: list[dict], fragments: list[str]) -> list[str]:
@@ -81,7 +105,7 @@ def _eval_cfg(out, *extra):
 
 
 @pytest.mark.slow
-def test_no_actor_prompt_of_training_or_eval_holds_the_gold(tmp_path, chats):
+def test_no_actor_prompt_of_training_or_eval_holds_the_gold(tmp_path, chats, canary_mutants):
     cfg = compose("+recipe=tiny", "rollout.placement=local", "max_steps=1", "env.limit=2",
                   "rollout.group_size=2", "env.max_steps=6", "save_every=100", "check_sync=false")
     trainer = Trainer(cfg, tmp_path / "train")
@@ -90,8 +114,9 @@ def test_no_actor_prompt_of_training_or_eval_holds_the_gold(tmp_path, chats):
     finally:
         trainer.close()
     evaluate(_eval_cfg(tmp_path / "eval"))
-    instances = [*trainer.instances, *load_instances("builtin:humaneval", split="test", limit=2)]
-    fragments = [f for inst in instances for f in gold_fragments(inst)]
+    instances = [*trainer.instances, *aac.datasets.load_instances("builtin:humaneval", split="test", limit=2)]
+    fragments = [f for inst in instances for f in [*gold_fragments(inst), *mutant_fragments(inst)]]
+    assert _flat(CANARY) in fragments and all(i.mutants for i in instances)
     actor = [c for c in chats if not is_privileged(c)]
     privileged = [c for c in chats if is_privileged(c)]
     # 2 functions x group 2 in training, 2 eval episodes: each of at least one 3-turn cycle

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "aac"
 # what builds a run's pieces; only the build path (and the factory that defines each) may call these
 CONSTRUCTORS = {"EngineSet", "engine_from_config", "make_engine", "Learner", "RolloutWorker", "PlacedRolloutWorker",
-                "open_pool", "SandboxPool", "make_critic", "PrivilegedCritic", "ScriptedCritic", "Placed"}
+                "open_pool", "SandboxPool", "make_critic", "PrivilegedCritic", "ScriptedCritic", "MutantsCritic",
+                "Placed"}
 # entry points of their own (the exceptions) and the factories that define the pieces
 ALLOWED = ("aac/assembly.py", "aac/placement.py", "aac/engines/", "aac/sandbox/", "aac/critic/build.py",
            "aac/env/domains/__init__.py", "aac/data/", "aac/critic/check.py")

@@ -162,6 +162,11 @@ def test_an_eval_writes_its_page_and_two_sample_episodes_in_report_md(run):
         assert [e["uid"] for e in data["sides"][0]["episodes"]] == [
             json.loads(line)["uid"] for line in (out / "eval" / arm / "episodes.jsonl").read_text().splitlines()]
         assert set(data["functions"]) == {e["uid"] for e in data["sides"][0]["episodes"]}  # the gold side, from run.json
+        # query efficiency where the row has mutants (HumanEval/3 keeps 5, HumanEval/0 none), in the page and report
+        qe = {e["uid"]: e["qe"] for e in data["sides"][0]["episodes"]}
+        assert qe["HumanEval/0"] is None and qe["HumanEval/3"]["mutants"] == 5
+        assert len(qe["HumanEval/3"]["oracle_killed"]) >= 1 and qe["HumanEval/3"]["oracle_killed"][-1] == 1.0
+        assert "| queries to kill 90% of the mutants (oracle) |" in md
 
 
 def _page_data(html: str) -> dict:
@@ -173,7 +178,8 @@ def test_the_page_is_self_contained_and_names_what_it_cannot_draw(run, tmp_path)
     out, _ = run
     html = render([load(out)])
     assert not re.search(r'(src|href)=["\']?(https?:)?//', html) and "<link" not in html  # nothing fetched
-    assert html.count("<svg") == 4 and "return (mean per episode)" in html
+    # the four curves, drawn before the page's data and script (whose text draws an eval episode's sparkline)
+    assert html.split("<script")[0].count("<svg") == 4 and "return (mean per episode)" in html
     with pytest.raises(ViewError, match="neither a training run"):
         load(tmp_path)
     res = subprocess.run([sys.executable, "-m", "aac.view", str(tmp_path)], capture_output=True, text=True)
@@ -256,3 +262,5 @@ def test_chromium_draws_episodes_scores_and_filters(run, tmp_path):
     dom = _dom(chromium, eval_page)
     assert len(_rows(dom)) == 2 and dom.count('<div class="col">') == 2 and dom.count('id="privileged"') == 1
     assert "judge score" in dom and "2 of 2 functions shown" in dom
+    dom = _dom(chromium, eval_page, "#ep=HumanEval/3")  # a row with mutants: its query efficiency, per side
+    assert dom.count('<div class="qe"') == 2 and "mutants killed: " in dom

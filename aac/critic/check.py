@@ -54,8 +54,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from aac.placement import EngineSet, critic_engine
 
     _, cfg = compose_argv(args.overrides, "config", None)  # Hydra and validation errors: one line
-    if cfg.critic.kind == "scripted":
-        raise ConfigError("critic.kind=scripted is a rule with a known optimum, not an LLM: it has no report card; "
+    if cfg.critic.kind != "llm":
+        raise ConfigError(f"critic.kind={cfg.critic.kind} is a rule with a known optimum, not an LLM: it has no report card; "
                           "check the LLM critic instead (critic.kind=llm, with rewards.late_stop_penalty=0 where the "
                           "recipe charges a late stop)")
     data = args.data or cfg.env.data

@@ -61,6 +61,8 @@ class _Counters:
     digit_mass: float = 0.0  # logprob: summed probability of the ten digits (low: the cue is not followed)
     coverage_judgments: int = 0  # informativeness measured by coverage
     coverage_failures: int = 0  # ... that could not be measured (None)
+    mutant_calls: int = 0  # critic.kind=mutants: sandbox calls of mutants and originals (cached ones not counted)
+    mutants_fallback: int = 0  # ... judgments of rows without a mutant kept, scored by the scripted rule
 
 
 class Counted:

@@ -6,6 +6,12 @@ builder's version changed.
 train and test from different raw sources), and each other domain's default set through its own
 builder (`stateful`: aac/data/stateful.py, `library`: aac/data/library.py). A new domain's set is one
 more `BUILTINS` entry.
+
+The PAU builder's sets carry each row's mutants (aac/data/mutants.py), versioned apart from the rows
+(`MUTANTS_VERSION`, in meta.json): a set built before them, or under an older version of them, gets them
+added in place, every other column of every row as it was. A rebuild would not keep the rows: the builder's
+input search is bounded by time, and two builds of the same code on this project's box differed in one row
+of 163 (HumanEval/75's test examples).
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aac.data.mutants import MUTANTS_VERSION, add_to_folder
+from aac.data.mutants import summary as mutants_summary
 from aac.data.pau import BuildConfig, build, fingerprints
 from aac.data.splits import SPLITS, TEST_FRACTION, split_instances
 from aac.env.rows import write_instances
@@ -72,12 +80,14 @@ def builtin_path(name: str, split: str, describe=None) -> Path:
     if split not in SPLITS:
         raise ValueError(f"builtin dataset {name!r} has splits {', '.join(SPLITS)}, not {split!r}")
     folder = aac_home() / "data" / name
-    if not _is_current(folder, _version(name)):
+    if not (_is_current(folder, _version(name)) and _has_mutants(name, folder)):
         folder.parent.mkdir(parents=True, exist_ok=True)
         with open(folder.parent / f".{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others find it built
             if not _is_current(folder, _version(name)):
                 _build_builtin(name, folder, describe)
+            elif not _has_mutants(name, folder):
+                _add_mutants(name, folder)
     return folder / f"{split}.jsonl"
 
 
@@ -93,6 +103,44 @@ def _is_current(folder: Path, version: int | str) -> bool:
         return False
     return meta.get("build_version") == version and all((folder / f"{s}.jsonl").exists()
                                                               for s in SPLITS)
+
+
+def _has_mutants(name: str, folder: Path) -> bool:
+    """Whether a built set has its rows' mutants at `MUTANTS_VERSION` (a domain builder's set has none to have)."""
+    if isinstance(BUILTINS[name], DomainBuilder):
+        return True
+    meta = json.loads((folder / "meta.json").read_text())
+    return (meta.get("mutants") or {}).get("version") == MUTANTS_VERSION
+
+
+def _add_mutants(name: str, folder: Path) -> None:
+    """The mutants of a built set's rows, added to a copy of the set that then replaces it (atomically)."""
+    from aac.sandbox.pool import SandboxPool
+
+    log.info("adding mutants to the builtin dataset %r in %s (once; its rows stay as they are)", name, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
+    tmp.chmod(0o755)
+    try:
+        for split in SPLITS:
+            shutil.copy2(folder / f"{split}.jsonl", tmp / f"{split}.jsonl")
+        with SandboxPool(workers=BuildConfig().workers) as pool:
+            meta["mutants"] = add_to_folder(tmp, pool, splits=SPLITS)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        _replace(folder, tmp, name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _replace(folder: Path, new: Path, name: str) -> None:
+    """`new` becomes `folder`: readers see the old set or the new one, never a mix."""
+    old = None
+    if folder.exists():
+        old = folder.with_name(f".{name}-old-{time.time_ns()}")
+        folder.rename(old)
+    new.rename(folder)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def build_split(recipe: SourceSplit, cfg: BuildConfig = BuildConfig()) -> tuple[dict[str, list], list]:
@@ -131,6 +179,8 @@ def _build_builtin(name: str, folder: Path, describe=None) -> None:
     if describe is not None:
         splits = {split: describe(rows) for split, rows in splits.items()}
     meta["sizes"] = {split: len(rows) for split, rows in splits.items()}
+    if not isinstance(recipe, DomainBuilder):
+        meta["mutants"] = mutants_summary([r for rows in splits.values() for r in rows])
     meta["empty_descriptions"] = {split: sum(not r.description for r in rows) for split, rows in splits.items()}
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the data is not
@@ -138,13 +188,7 @@ def _build_builtin(name: str, folder: Path, describe=None) -> None:
         for split, rows in splits.items():
             write_instances(tmp / f"{split}.jsonl", rows)
         (tmp / "meta.json").write_text(json.dumps({"build_version": _version(name), **meta}, indent=1))
-        old = None
-        if folder.exists():
-            old = folder.with_name(f".{name}-old-{time.time_ns()}")
-            folder.rename(old)
-        tmp.rename(folder)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _replace(folder, tmp, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -8,7 +8,9 @@ and every other function to `helper0..` (no original name or docstring survives)
 and seeded type-aware mutations of them in the sandbox; keep the inputs that raise branch coverage
 (coverage.py, branch=True, on the anonymised function, in an isolated child) or give new outputs;
 pick 2 context examples with distinct outputs; keep rows with >= 4 test examples that reproduce on
-a second sandbox run. Descriptions: HumanEval's docstring without its examples, MBPP's task text;
+a second sandbox run; then each kept row's mutants (aac/data/mutants.py: single-point changes of the
+source that its test inputs, not its context, tell apart; a pass over the finished rows, which it does not
+change). Descriptions: HumanEval's docstring without its examples, MBPP's task text;
 CRUXEval has none, so its rows carry an empty description (code-match works, a judge score needs a
 description from elsewhere). Outputs are stored as normalised JSON values when they have one, else
 as their repr string (as the published rows are).
@@ -38,6 +40,7 @@ from aac.data.inputs import (
     render,
     validator_source,
 )
+from aac.data.mutants import MAX_MUTANTS, add_mutants
 from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawTask, bind, clean_description, read_tasks
 from aac.data.summary import BuildSummary
@@ -65,6 +68,7 @@ class BuildConfig:
     coverage_budget_s: float = 1.0  # per batch; inputs past it get no arcs (they may still show new outputs)
     max_output_chars: int = 300
     workers: int = 2  # functions built in parallel (sandbox workers and coverage helpers each)
+    mutants: int = MAX_MUTANTS  # per row, at most (0: no mutants column)
 
 
 @dataclass
@@ -379,16 +383,18 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
 
             with ThreadPoolExecutor(cfg.workers) as ex:
                 results = list(ex.map(run, tasks))
+            instances = []
+            for res in results:
+                if res.instance is None:
+                    summary.dropped[res.reason] += 1
+                    continue
+                instances.append(res.instance)
+                summary.keep(res.instance, res.coverage)
+            if cfg.mutants:
+                instances = add_mutants(instances, pool, seed=cfg.seed, cap=cfg.mutants)
     finally:
         for r in runners:
             r.close()
-    instances = []
-    for res in results:
-        if res.instance is None:
-            summary.dropped[res.reason] += 1
-            continue
-        instances.append(res.instance)
-        summary.keep(res.instance, res.coverage)
     summary.seconds = time.monotonic() - start
     return instances, summary
 

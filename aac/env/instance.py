@@ -17,7 +17,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 PAU_COLUMNS = ("test_func_validated", "description", "train_examples", "test_examples",
                "all_examples", "direct_prompt", "interactive_starting_prompt", "header")
 EXTRA_COLUMNS = ("task_id", "source", "domain")
+# written only where a row has it (older files and other domains' rows have not): the privileged side
+OPTIONAL_COLUMNS = ("mutants",)
 _LIST_COLUMNS = ("train_examples", "test_examples", "all_examples")
 _MAX_WARNINGS = 10  # bad rows warned one by one; the rest are counted in one last warning
 
@@ -46,6 +48,19 @@ class BadRowWarning(UserWarning):
 
 
 @dataclass(frozen=True)
+class Mutant:
+    """A mutant of a row's source (aac/data/mutants.py): privileged, beside the gold description and
+    source, never shown to the actor. `op`: the operator that made it; `change`: what it changed (the
+    line, the text before and after); `code`: the whole mutated source; `witness`: a test input of the
+    row whose result tells it from the original."""
+
+    op: str
+    change: str
+    code: str
+    witness: str
+
+
+@dataclass(frozen=True)
 class Instance:
     uid: str
     source: str
@@ -58,7 +73,9 @@ class Instance:
     direct_prompt: str = ""
     interactive_starting_prompt: str = ""
     domain: str = "pau"  # the kind of black box (aac/env/domains), from `env.domain`
-
+    # privileged: mutants of `code` that the row's test inputs tell apart and its context does not (the
+    # `mutants` column); None: the row has none built (older files, other domains)
+    mutants: tuple[Mutant, ...] | None = None
 
     @classmethod
     def from_row(cls, row: dict, index: int, check: Callable[[Instance], None] | None = None,
@@ -130,6 +147,26 @@ def _examples(row: dict, column: str, width: int) -> list[tuple]:
     return out
 
 
+def _mutants(row: dict) -> tuple[Mutant, ...] | None:
+    raw = row.get("mutants")
+    if raw is None or raw == "":
+        return None
+    try:
+        items = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as e:
+        raise _RowError(f"mutants: not valid JSON ({e.msg} at char {e.pos})") from None
+    fields = Mutant.__dataclass_fields__
+    if not isinstance(items, list) or not all(isinstance(m, dict) and set(m) == set(fields)
+                                              and all(isinstance(v, str) for v in m.values()) for m in items):
+        raise _RowError(f"mutants: expected a list of {{{', '.join(fields)}}} objects of strings")
+    return tuple(Mutant(**m) for m in items)
+
+
+def mutants_json(mutants: tuple[Mutant, ...]) -> str:
+    """The `mutants` column's text."""
+    return json.dumps([asdict(m) for m in mutants], ensure_ascii=False)
+
+
 def _signature(code: str, what: str) -> str:
     """`test_func(arg0, arg1)` as written in `code` (top level), normalised by the AST."""
     try:
@@ -168,6 +205,7 @@ def _from_row(row: dict, domain: str) -> Instance:
         direct_prompt=_text(row, "direct_prompt"),
         interactive_starting_prompt=_text(row, "interactive_starting_prompt"),
         domain=domain,
+        mutants=_mutants(row),
     )
 
 

@@ -7,13 +7,21 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from aac.env.instance import EXTRA_COLUMNS, PAU_COLUMNS, DatasetError, Instance
+from aac.env.instance import (
+    EXTRA_COLUMNS,
+    OPTIONAL_COLUMNS,
+    PAU_COLUMNS,
+    DatasetError,
+    Instance,
+    mutants_json,
+)
 from aac.env.prompts import in_context_prompt
 from aac.env.protocol import Episode
 
 
 def to_row(instance: Instance) -> dict[str, str]:
-    """The PAU row (JSON-encoded list columns) plus task_id, source and domain.
+    """The PAU row (JSON-encoded list columns) plus task_id, source and domain, and the mutants where the
+    instance has them (privileged: read by the critic and the eval's scorers, never by a prompt).
 
     Empty prompt columns are filled with our own prompts, so a written set is complete.
     Values JSON cannot hold are written as their repr (as the published rows did).
@@ -23,7 +31,7 @@ def to_row(instance: Instance) -> dict[str, str]:
 
     direct = instance.direct_prompt or in_context_prompt(instance)[-1]["content"]
     starting = instance.interactive_starting_prompt or _starting_prompt(instance)
-    return {
+    row = {
         "test_func_validated": instance.code,
         "description": instance.description,
         "train_examples": dump(instance.train_examples),
@@ -36,6 +44,9 @@ def to_row(instance: Instance) -> dict[str, str]:
         "source": instance.source,
         "domain": instance.domain,
     }
+    if instance.mutants is not None:
+        row["mutants"] = mutants_json(instance.mutants)
+    return row
 
 
 def _starting_prompt(instance: Instance) -> str:
@@ -63,8 +74,8 @@ def write_instances(path: str | os.PathLike, instances: Iterable[Instance]) -> P
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        names = [*PAU_COLUMNS, *EXTRA_COLUMNS]
-        table = pa.table({c: pa.array([r[c] for r in rows], type=pa.string()) for c in names})
+        names = [*PAU_COLUMNS, *EXTRA_COLUMNS, *(c for c in OPTIONAL_COLUMNS if any(c in r for r in rows))]
+        table = pa.table({c: pa.array([r.get(c) for r in rows], type=pa.string()) for c in names})
         pq.write_table(table, tmp)
     tmp.replace(path)  # readers never see a half-written file
     return path

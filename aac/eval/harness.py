@@ -156,7 +156,7 @@ def score(cfg: TrainConfig, instances: list, run_dir: Path, run: Run) -> None:
     with bar(len(todo), "scoring", enabled=cfg.logging.progress, log=log, unit="episodes") as advance:
         score_episodes(todo, by_uid, judge, matcher, gold=matcher is not None and (e.gold or bool(matcher.reference_rows)),
                        batch_size=e.batch_size, on_done=lambda recs: records.append_jsonl(path, recs), progress=advance,
-                       coverage=run.informative_calls())
+                       coverage=run.informative_calls(), mutants=run.mutant_kills())
     _add_timing(run_dir, "score", time.perf_counter() - t0, len(todo))
 
 

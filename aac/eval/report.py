@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from aac.eval import records
+from aac.eval.query_efficiency import summarize_efficiency
 from aac.eval.stats import mean_std, pct, score_histogram
 from aac.rollout.record import call_counts
 
@@ -46,6 +47,9 @@ def _metrics(episodes: list[dict], scores: dict[str, dict]) -> dict:
     calls = _service_calls(scored)
     if calls:
         out["service_calls"] = calls
+    efficiency = summarize_efficiency([s.get("query_efficiency") for s in scored])
+    if efficiency is not None:  # rows with mutants (aac/eval/query_efficiency.py)
+        out["query_efficiency"] = efficiency
     return out
 
 
@@ -110,6 +114,19 @@ def render_markdown(report: dict) -> str:
         f"| format errors per turn | {fmt(100 * report['format_error_rate'], 1)} % |",
         f"| actor replies lost to engine errors | {report['actor_engine_errors']} |",
     ]
+    qe = report.get("query_efficiency")
+    if qe:
+        ks = [k for k in (1, 2, 3, 5, 10) if k <= len(qe["killed_at_k"])]
+        lines += [
+            f"| mutants killed after {' / '.join(map(str, ks))} queries (oracle) | "
+            f"{' / '.join(fmt(100 * qe['killed_at_k'][k - 1], 0) for k in ks)} % "
+            f"({' / '.join(fmt(100 * qe['oracle_killed_at_k'][k - 1], 0) for k in ks)} %) |",
+            f"| queries to kill 90% of the mutants (oracle) | {fmt(qe['queries_to_90_mean'], 1)} in "
+            f"{fmt(qe['reached_90_pct'], 0)} % of episodes ({fmt(qe['oracle_queries_to_90_mean'], 1)} in "
+            f"{fmt(qe['oracle_reached_90_pct'], 0)} %) |",
+            f"| mutants killed, share of the oracle's with as many queries | {fmt(qe['vs_oracle_mean'])} "
+            f"({qe['episodes']} episodes, {fmt(qe['mutants_mean'], 1)} mutants each) |",
+        ]
     if "sandbox" in report:  # reports written before it: none
         sb = report["sandbox"]
         lines.append(f"| sandbox calls timed out / failed | {sb['timeouts']} / {sb['errors']} of {sb['calls']} |")

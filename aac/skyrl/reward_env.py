@@ -125,7 +125,7 @@ _LOCK = threading.Lock()
 
 def _check_critic(critic: CriticConfig) -> None:
     """An LLM critic names its backend and model: there is no actor engine of ours to share."""
-    if critic.kind == "scripted":
+    if critic.kind != "llm":
         return
     if critic.backend is None:
         raise ValueError(f"{ENV_ID}: critic.backend must be set (openai: an endpoint; vllm or hf: an engine in "

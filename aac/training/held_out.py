@@ -53,7 +53,7 @@ class HeldOutEval:
         scores: dict[str, dict] = {}
         score_episodes(episodes, {i.uid: i for i in held}, judge, matcher if e.code_match else None, gold=False,
                        batch_size=e.batch_size, on_done=lambda recs: scores.update((r["uid"], r) for r in recs),
-                       coverage=self.run.informative_calls())
+                       coverage=self.run.informative_calls(), mutants=self.run.mutant_kills())
         report = summarize({}, episodes, scores)
         m = rollout_metrics(batch, cfg.rewards.stop_threshold)
         out = {f"eval/{k}": v for k, v in m.items() if k.startswith(("reward/", "episode/"))}
@@ -61,5 +61,7 @@ class HeldOutEval:
                     "eval/code_match": report["code_match"]["mean"], "eval/queries_mean": report["queries_mean"],
                     "eval/informative_calls_mean": report["informative_calls_mean"],
                     "eval/concluded_pct": report["concluded_pct"],
+                    # the share of the mutants an episode's queries killed (rows with mutants; nan: none)
+                    "eval/mutants_killed_mean": (report.get("query_efficiency") or {}).get("killed_mean", float("nan")),
                     "eval/format_error_rate": report["format_error_rate"]})
         return out

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 import aac.checkpoint as checkpoint
 from aac.assembly import build_run
 from aac.config import TrainConfig
+from aac.critic.mutants import require_mutants
 from aac.env.instance import DatasetError, Instance
 from aac.env.protocol import ProtocolConfig
 from aac.learner.batching import Sample
@@ -62,21 +63,30 @@ def log_step(step: int, total: int, m: dict[str, object], kl_term: bool) -> None
              m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
 
 
+def training_instances(cfg: TrainConfig) -> list[Instance]:
+    """The rows a run trains on (`env.data`, `env.split`, `env.limit`); one line, before any engine starts, when
+    none is usable or the critic needs what they lack (critic.kind=mutants: the mutants column)."""
+    from aac.datasets import load_instances
+
+    instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit, on_bad_row=cfg.env.on_bad_row,
+                               domain=cfg.env.domain)
+    if not instances:
+        raise DatasetError(f"{cfg.env.data}: no usable instances (split {cfg.env.split})")
+    if cfg.critic.kind == "mutants":
+        require_mutants(instances, cfg.env.data)
+    return instances
+
+
 class Trainer:
     """Builds a training run's pieces and runs AAC steps on them."""
 
     def __init__(self, cfg: TrainConfig, out_dir: Path, run: Optional[tuple[TrainConfig, Optional[ResumePoint]]] = None):
         """`run`: what `run_config(cfg, out_dir)` gave, where the caller already asked (aac.train checks it first)."""
-        from aac.datasets import load_instances
-
         cfg, point = run or run_config(cfg, out_dir)  # a resumed run's own config
         self.cfg, self.out_dir = cfg, out_dir
         self.budget = TimeBudget(cfg.time_budget_s, cfg.time_budget_min_steps)  # counts from here
         seed_everything(cfg.seed)
-        self.instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit,
-                                        on_bad_row=cfg.env.on_bad_row, domain=cfg.env.domain)
-        if not self.instances:
-            raise DatasetError(f"{cfg.env.data}: no usable instances (split {cfg.env.split})")
+        self.instances = training_instances(cfg)
         self.order = DataOrder(len(self.instances), cfg.rollout.functions_per_step, cfg.seed)
         self.total_steps = cfg.max_steps or self.order.steps_per_epoch * cfg.learner.epochs
         log.info("%d instances, %d steps per epoch, %d steps", len(self.instances), self.order.steps_per_epoch,

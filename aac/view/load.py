@@ -3,7 +3,8 @@
 
 An episode here: its place (step, uid), the flags the index filters on (concluded, premature stop,
 format errors, timed out, score), its return, and its turns (reply, call and result, hypothesis,
-critic score, reward, advantage). A training episode's score is the critic's score of its final
+critic score, reward, advantage); an eval's episode also its query efficiency over its row's mutants
+(`qe`: the share killed after each query, beside the oracle's; aac/eval/query_efficiency.py). A training episode's score is the critic's score of its final
 hypothesis (0-1); an eval episode's is the judge's rating of its description (1-5). The privileged
 side (gold description, source code) goes to `Side.functions`, once per function.
 """
@@ -124,14 +125,18 @@ def load_eval(eval_dir: Path) -> Side:
     scores = {r["uid"]: r for r in _jsonl(eval_dir / EVAL_SCORES)}
     episodes = []
     for rec in _jsonl(eval_dir / EVAL_EPISODES):
-        judge = (scores.get(rec["uid"]) or {}).get("judge") or {}
+        scored = scores.get(rec["uid"]) or {}
         # no per-turn critic in an eval: a premature stop is unknown there
-        episodes.append(_episode(rec, rec.get("steps") or [], eid=rec["uid"], score=judge.get("score"), premature=None))
+        episode = _episode(rec, rec.get("steps") or [], eid=rec["uid"], score=(scored.get("judge") or {}).get("score"),
+                           premature=None)
+        episodes.append({**episode, "qe": scored.get("query_efficiency")})
     report = json.loads((eval_dir / EVAL_REPORT).read_text(encoding="utf-8")) if (eval_dir / EVAL_REPORT).exists() else {}
     summary = {"description score (1-5)": (report.get("description_score") or {}).get("mean"),
                "code match": (report.get("code_match") or {}).get("mean"),
                "queries / episode": report.get("queries_mean"),
                "informative calls / episode": report.get("informative_calls_mean"),
+               "mutants killed / episode": (report.get("query_efficiency") or {}).get("killed_mean"),
+               "... of the oracle's with as many queries": (report.get("query_efficiency") or {}).get("vs_oracle_mean"),
                "concluded %": report.get("concluded_pct"), "format errors / turn": report.get("format_error_rate")}
     name = identity.get("name") or eval_dir.name
     return Side("eval", name, str(eval_dir), episodes, _eval_functions(identity, {e["uid"] for e in episodes}),

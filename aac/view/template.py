@@ -54,6 +54,11 @@ pre,.txt{white-space:pre-wrap;word-break:break-word;font:12px/1.35 ui-monospace,
 .call{background:#f0f9ff;padding:2px 4px}
 .call.failed{background:#fef2f2}
 .hyp{background:#fffbeb;padding:2px 4px}
+.qe{font-size:12px;color:#334155;margin:0 0 6px}
+.qe svg{vertical-align:middle;background:#fff;border:1px solid #e2e8f0}
+.qe polyline{fill:none}
+.qe .ag{stroke:#0891b2;stroke-width:1.5}
+.qe .or{stroke:#94a3b8;stroke-dasharray:3 2}
 .privileged{background:#fdf4ff;border:2px dashed #a21caf;padding:6px 8px;margin-bottom:8px}
 .privileged h3{margin:0 0 4px;font-size:13px;color:#86198f}
 .final{background:#fff;border:1px solid #e2e8f0;padding:4px 8px;margin:6px 0}
@@ -150,6 +155,19 @@ function turnCell(t) {
   if (t.ok && t.phase !== 'reasoning') h += '<details><summary>reply</summary><pre>' + esc(t.text) + '</pre></details>';
   return h + '</div>';
 }
+// query efficiency: the share of the row's mutants killed after each query (solid) beside the oracle (dashed)
+function qeHtml(q) {
+  if (!q) return '';
+  const K = Math.max(q.killed.length, q.oracle_killed.length, 1), W = 120, H = 24;
+  const pts = (c) => [0].concat(c).map((v, k) => (k * W / K).toFixed(1) + ',' + (H - v * H).toFixed(1)).join(' ');
+  const pc = (v) => Math.round(100 * v) + '%';
+  const n = (v) => v == null ? 'not reached' : 'after ' + v + (v === 1 ? ' query' : ' queries');
+  return '<div class="qe" title="share of the row\'s mutants killed after each query (solid), and by the oracle greedy over the test inputs (dashed)">'
+    + '<svg width="' + W + '" height="' + H + '"><polyline class="or" points="' + pts(q.oracle_killed) + '"/>'
+    + '<polyline class="ag" points="' + pts(q.killed) + '"/></svg> mutants killed: '
+    + (q.killed.length ? q.killed.map(pc).join(' → ') : 'none (no query)') + ' of ' + q.mutants
+    + ' · 90% ' + n(q.queries_to_90) + ' (oracle: ' + n(q.oracle_queries_to_90) + ')</div>';
+}
 function episodeHtml(e, side) {
   if (!e) return '<p class="muted">not played in ' + esc(side.name) + '</p>';
   let h = '<div class="ephead" data-episode="' + esc(e.id) + '"><b>' + (e.step != null ? 'step ' + e.step + ' · ' : '') + esc(e.uid) + '</b> '
@@ -159,7 +177,7 @@ function episodeHtml(e, side) {
     + (side.kind === 'train' ? '<span class="flag ' + (e.premature ? 'bad' : '') + '">premature stop ' + yn(e.premature) + '</span>' : '')
     + '<span class="flag ' + (e.format_errors ? 'bad' : '') + '">format errors ' + e.format_errors + '</span>'
     + '<span class="flag ' + (e.timed_out ? 'bad' : '') + '">timed out ' + yn(e.timed_out) + '</span>'
-    + '<span class="flag">calls ' + (e.queries == null ? '–' : e.queries) + '</span></div>';
+    + '<span class="flag">calls ' + (e.queries == null ? '–' : e.queries) + '</span></div>' + qeHtml(e.qe);
   for (let c = 0; c < e.turns.length; c += 3) {
     h += '<div class="cycle"><div class="cno">cycle ' + (c / 3 + 1) + '</div>' + e.turns.slice(c, c + 3).map(turnCell).join('') + '</div>';
   }
