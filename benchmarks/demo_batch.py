@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aac.learner import Sample
@@ -41,10 +42,22 @@ def _reply(phase: str, style: str, rng: random.Random, inputs: list[str], words:
     return f"{summary}\nDecision: NO" if style == "compact" else f"Decision: NO\n{summary}"
 
 
-def recipe_samples(tokenizer: Any, overrides: Sequence[str] = ("+recipe=smollm2_cpu",), *, group: int = GROUP,
-                   turns: int = TURNS, words: dict[str, tuple[int, int]] = DEMO_WORDS, seed: int = 0) -> list[Sample]:
-    """`group` x `turns` samples (episode-major) of the recipe's protocol, advantages of both signs;
-    completions cut at the recipe's per-phase caps."""
+@dataclass
+class ScriptedTurn:
+    """A turn of a scripted episode as the learner and the critic see it (the critic reads what the driver's
+    `PlayedTurn` holds: `aac.rollout.judgments.TurnLike`)."""
+
+    sample: Sample
+    step: Any  # its StepRecord
+    hypothesis: str  # the hypothesis the actor held when it wrote the turn
+    observations: list  # the calls it had seen
+
+
+def recipe_episodes(tokenizer: Any, overrides: Sequence[str] = ("+recipe=smollm2_cpu",), *, group: int = GROUP,
+                    turns: int = TURNS, words: dict[str, tuple[int, int]] = DEMO_WORDS,
+                    seed: int = 0) -> tuple[Any, list[list[ScriptedTurn]]]:
+    """The instance and `group` episodes of `turns` turns each under the recipe's protocol, advantages of both
+    signs; completions cut at the recipe's per-phase caps."""
     from aac.config import compose
     from aac.datasets import load_instances
     from aac.engines.base import render_chat
@@ -57,17 +70,26 @@ def recipe_samples(tokenizer: Any, overrides: Sequence[str] = ("+recipe=smollm2_
     caps = {**dict.fromkeys(("reasoning", "input", "reflect"), cfg.rollout.max_tokens_per_turn),
             **cfg.rollout.max_tokens_per_phase}
     rng = random.Random(seed)
-    samples = []
+    episodes = []
     for _ in range(group):
-        episode = Episode(instance, protocol, sandbox_caller(None))
+        episode, played = Episode(instance, protocol, sandbox_caller(None)), []
         while not episode.done and len(episode.steps) < turns:
             phase = episode.phase.value
+            seen = (episode.hypothesis, episode.observations)
             prompt_ids = render_chat(tokenizer, episode.prompt())
             reply = _reply(phase, protocol.prompt_style, rng, inputs, words)[len(episode.prefill):]  # the cue's continuation
             completion = tokenizer(reply, add_special_tokens=False)["input_ids"][:caps[phase]]
-            episode.step(tokenizer.decode(completion))
-            samples.append(Sample(prompt_ids, completion, [], rng.uniform(-1.5, 1.5)))
-    return samples
+            step = episode.step(tokenizer.decode(completion))
+            played.append(ScriptedTurn(Sample(prompt_ids, completion, [], rng.uniform(-1.5, 1.5)), step, *seen))
+        episodes.append(played)
+    return instance, episodes
+
+
+def recipe_samples(tokenizer: Any, overrides: Sequence[str] = ("+recipe=smollm2_cpu",), *, group: int = GROUP,
+                   turns: int = TURNS, words: dict[str, tuple[int, int]] = DEMO_WORDS, seed: int = 0) -> list[Sample]:
+    """`recipe_episodes`' samples, episode-major."""
+    _, episodes = recipe_episodes(tokenizer, overrides, group=group, turns=turns, words=words, seed=seed)
+    return [turn.sample for played in episodes for turn in played]
 
 
 def demo_samples(tokenizer: Any, seed: int = 0) -> list[Sample]:
