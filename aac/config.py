@@ -69,6 +69,7 @@ Teacher = _choice("Teacher", "none", "answer_aware")
 WandbMode = _choice("WandbMode", "offline", "online", "disabled")
 PromptStyle = _choice("PromptStyle", "paper", "compact")
 PromptLayout = _choice("PromptLayout", "per_turn", "shared_first")
+PreflightShape = _choice("PreflightShape", "typical", "recipe")
 DomainName = _choice("DomainName", "pau", "stateful", "library", "web")  # aac/env/domains' registry
 # each domain's built-in dataset: the default `env.data` (`${domain_data:${env.domain}}`), which `eval.data` follows
 DOMAIN_DATA = {"pau": "builtin:humaneval", "stateful": "builtin:stateful", "library": "builtin:library",
@@ -517,16 +518,28 @@ class RolloutConfig:
     openai: OpenAIConfig = field(default_factory=OpenAIConfig)
 
 
+def _check_phase_budgets(cfg: TrainConfig, key: str) -> None:
+    """The token budgets at `key` name phases and are > 0."""
+    from omegaconf import OmegaConf
+
+    budgets = OmegaConf.select(cfg, key) or {}
+    bad = {k: v for k, v in budgets.items() if k not in PHASE_NAMES or v is None or v <= 0}
+    if bad:
+        raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)} with budgets > 0")
+
+
+@rule("preflight.typical_reply_tokens")
+def _typical_replies(cfg: TrainConfig) -> None:
+    """preflight.typical_reply_tokens: keys are phases, budgets > 0."""
+    _check_phase_budgets(cfg, "preflight.typical_reply_tokens")
+
+
 def _check_phase_settings(cfg: TrainConfig, section: str) -> None:
     """`SECTION.max_tokens_per_phase` and `SECTION.stop_per_phase` name phases and hold budgets > 0 and
     non-empty stop strings."""
     from omegaconf import OmegaConf
 
-    key = f"{section}.max_tokens_per_phase"
-    budgets = OmegaConf.select(cfg, key) or {}
-    bad = {k: v for k, v in budgets.items() if k not in PHASE_NAMES or v is None or v <= 0}
-    if bad:
-        raise ConfigError(f"{key}: {dict(bad)} needs phases of {', '.join(PHASE_NAMES)} with budgets > 0")
+    _check_phase_budgets(cfg, f"{section}.max_tokens_per_phase")
     key = f"{section}.stop_per_phase"
     stops = OmegaConf.select(cfg, key) or {}
     bad = {k: v for k, v in stops.items() if k not in PHASE_NAMES or not v or not all(isinstance(s, str) and s for s in v)}
@@ -749,6 +762,14 @@ class PreflightConfig:
     synthetic_advantages: bool = True
     eval: bool = True  # also time one held-out evaluation when the recipe evaluates (eval_every > 0)
     json: Optional[str] = None  # where the measurements go; None: OUT_DIR/preflight.json
+    # typical: episodes capped at typical_turns turns and each phase's reply at typical_reply_tokens, the
+    # flagship's typical lengths (docs/gpu.md), so a model whose replies never end (model=qwen3_8b_random: every
+    # turn runs to its token cap, every episode to env.max_steps) measures a typical step in minutes, and the
+    # recipe's worst case (its own caps) is scaled from it beside it | recipe: the recipe's caps as they are
+    shape: PreflightShape = PreflightShape.typical
+    typical_turns: int = setting(12, "> 0")  # four cycles (plan, input, reflect)
+    # an 8B model's plan of 50-80 words, one input line, a summary of 20-50 words (benchmarks/update_tokens.py)
+    typical_reply_tokens: dict[str, int] = field(default_factory=lambda: {"reasoning": 90, "input": 20, "reflect": 60})
 
 
 @dataclass

@@ -1,18 +1,35 @@
-"""The flagship's 5 epochs projected from `aac.preflight`'s token counts (issue 26): hours before and after
-the issue's changes, under stated H100 throughputs (a projection: no GPU measured it).
+"""The flagship's five epochs projected, every input measured here or cited (issue 48) -- a **projection**:
+no GPU has run the flagship.
 
-From each preflight JSON (a run on the flagship's paper-style protocol): turns per episode, generated
-tokens per turn and update tokens per generated token (the learner's prefix tree, at the run's
-micro_batch_tokens). Per step the flagship generates G = functions_per_step x group x turns x tokens per
-turn, on these assumptions (flags):
-- the engine decodes --decode-tps tokens/s in eager mode (8B, LoRA); CUDA graphs make it --graphs x faster;
-- the critic's judgments cost --critic-share of the generation time on the same engine;
-- the learner trains --learn-tps update tokens/s (LoRA fwd+bwd with checkpointing, ~35% MFU); a sync takes --sync-s.
+Measured on this CPU with the real code, per flagship group (`+recipe=qwen3_8b`: its paper-style prompts, group 8,
+scripted replies of an 8B model's length: plans of 50-80 words, summaries of 20-50; SmolLM2's tokenizer, the only
+one here) and per episode length (--turns):
+- generated tokens per turn, and update tokens per generated token (the learner's prefix tree, `pack_plan`, at the
+  recipe's micro_batch_tokens);
+- the actor's prefill the engine cannot take from its prefix cache: each turn's prompt beyond the longest prefix
+  already computed in the step (vLLM's automatic prefix caching, whole 16-token blocks; turn-major order, as the
+  group's episodes advance together);
+- the critic's judgments (what `aac.rollout.judgments` asks of each turn under the recipe's schedule) and the
+  prefill of their prompts (`critic.scoring=logprob`: a judgment is one prefill) beyond the cached prefix, on the
+  same engine after the actor's turns; prompts longer than the context are counted.
 
-before (lockstep, critic after the play, eager):  G/dec + critic + U*G/learn + sync
-after (`max_off_policy_steps=1`, `critic_overlap`, graphs): max((1 + critic) G/(dec*graphs), U*G/learn + sync)
+Assumed, from public figures (flags): one H100 SXM, dense bf16 peak 989 TFLOP/s and HBM3 3.35 TB/s (NVIDIA's
+datasheet). Decode is memory-bound: --decode-tps for the rollout's 64 episodes in flight in eager mode, x --graphs
+with CUDA graphs; the roofline at 64 sequences (16.4 GB of weights and ~14 GB of KV read per step at 70% of the
+bandwidth: ~13 ms a step) is ~4,900 tok/s, so the default 3,000 allows for the replies' ragged ends; a smaller batch
+decodes proportionally fewer tokens per second (--eval-batch for evaluations). Prefill is compute-bound: 2N FLOPs a
+token at --prefill-mfu. The learner's rate is `gpu_check.py`'s formula: --learner-mfu of the peak over the FLOPs of
+a token (`gpu_learner.flops_per_token`, KL on: policy forward and backward, reference forward; checkpointing's
+recompute not counted, as MFU is usually quoted). The tail after both phases: --sync-s (the adapter to the engine;
+hidden under the next rollout when --sync-overlapped), the sync check every --check-every steps (--check-s), the
+learner state at the checkpoint cadence (--save-s per --save-every).
 
-    python benchmarks/flagship_projection.py runs/pf/*.json
+A step is max(engine, learner + tail) with the off-policy pipeline (`rollout.max_off_policy_steps=1`), their sum in
+lockstep. Evaluations (every --eval-every steps, --eval-limit greedy episodes, as long as training's, plus a judge's
+and a coder's generation per episode) run with the learner idle.
+
+    python benchmarks/flagship_projection.py                    # the recipe's settings
+    python benchmarks/flagship_projection.py --gpu-check gpu_check.json   # the learner's rate as measured
 """
 
 from __future__ import annotations
@@ -20,56 +37,150 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
+from statistics import mean
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from demo_batch import recipe_episodes  # noqa: E402
+from update_tokens import EIGHT_B_WORDS  # noqa: E402
+
+PEAK = 989e12  # H100 SXM dense bf16, FLOP/s
+BLOCK = 16  # vLLM's KV block: the prefix cache shares whole blocks
 
 
-def measured(path: Path) -> dict[str, float]:
-    """Turns per episode, generated tokens per turn, update tokens per generated token: means over steps."""
-    steps = json.loads(path.read_text())["steps"]
-    missing = [i + 1 for i, s in enumerate(steps) if not s.get("update_tokens") or not s.get("turns_per_episode")]
-    if missing:
-        raise SystemExit(f"{path}: steps {missing} have no update tokens or turns per episode (an older preflight)")
-    generated = sum(s["generated_tokens"] for s in steps)
-    return {"turns": sum(s["turns_per_episode"] for s in steps) / len(steps),
-            "per_turn": generated / sum(s["turns"] for s in steps),
-            "update_per_generated": sum(s["update_tokens"] for s in steps) / generated}
+class PrefixCache:
+    """Which tokens of a prompt the engine's prefix cache holds: every whole block of every sequence computed
+    before (prompt and reply), as chains from the start."""
+
+    def __init__(self) -> None:
+        self.blocks: set[tuple[int, ...]] = set()
+
+    def uncached(self, prompt: list[int], reply: list[int] = ()) -> int:
+        """Prompt tokens to compute; then `prompt + reply` is cached."""
+        hit = 0
+        while (hit + 1) * BLOCK <= len(prompt) and tuple(prompt[:(hit + 1) * BLOCK]) in self.blocks:
+            hit += 1
+        seq = [*prompt, *reply]
+        self.blocks.update(tuple(seq[:k * BLOCK]) for k in range(1, len(seq) // BLOCK + 1))
+        return len(prompt) - hit * BLOCK
 
 
-def step_seconds(generated: float, update_per_generated: float, a: argparse.Namespace) -> dict[str, float]:
-    decode = generated / a.decode_tps
-    learn = update_per_generated * generated / a.learn_tps + a.sync_s
-    before = decode * (1 + a.critic_share) + learn
-    after = max(decode * (1 + a.critic_share) / a.graphs, learn)
-    return {"before": before, "after": after}
+def measure_group(tokenizer, cfg, turns: int) -> dict[str, float]:
+    """One flagship group of `turns`-turn episodes: tokens generated, update tokens, uncached actor and critic
+    prefill, judgments and those cut at the context limit (per group)."""
+    from aac.critic.prompts import critic_messages
+    from aac.engines.base import render_chat
+    from aac.learner.packing import pack_plan
+    from aac.rollout.judgments import turn_judgments
+
+    instance, episodes = recipe_episodes(tokenizer, ("+recipe=qwen3_8b",), group=cfg.rollout.group_size, turns=turns,
+                                         words=EIGHT_B_WORDS)
+    cache, actor = PrefixCache(), 0
+    for t in range(max(len(e) for e in episodes)):  # turn-major: the group's episodes advance together
+        for played in episodes:
+            if t < len(played):
+                actor += cache.uncached(played[t].sample.prompt_ids, played[t].sample.completion_ids)
+    samples = [turn.sample for played in episodes for turn in played]
+    generated = sum(len(s.completion_ids) for s in samples)
+    tree = sum(len(r.tokens) for r in pack_plan([s.prompt_ids + s.completion_ids for s in samples],
+                                                cfg.learner.micro_batch_tokens))
+    critic, judged, cut = 0, 0, 0
+    for played in episodes:
+        for j in turn_judgments(instance, played, cfg.rewards):
+            if j is None:
+                continue
+            ids = render_chat(tokenizer, critic_messages(j, cfg.critic.mode, cfg.critic.examples, cfg.critic.scoring))
+            judged += 1
+            cut += len(ids) >= cfg.model.max_model_len
+            critic += cache.uncached(ids)
+    return {"turns": len(samples) / len(episodes), "generated": generated, "per_turn": generated / len(samples),
+            "update_per_generated": tree / generated, "actor_prefill": actor, "critic_prefill": critic,
+            "judgments": judged, "cut": cut, "seq_len": mean(len(s) for s in samples)}
+
+
+def learner_tps(mfu: float, seq_len: int) -> float:
+    """Update tokens/s of the Qwen3-8B learner at `mfu` (gpu_check.py's formula)."""
+    import torch
+    from gpu_learner import build_random, flops_per_token
+
+    from aac.models import QWEN3_8B
+
+    model = build_random(QWEN3_8B, torch.bfloat16, torch.device("meta"))
+    return mfu * PEAK / flops_per_token(model, seq_len, kl=True)
+
+
+def project(m: dict[str, float], cfg, a: argparse.Namespace, learn_tps: float) -> dict[str, float]:
+    groups = cfg.rollout.functions_per_step
+    decode_tps, prefill_tps = a.decode_tps * a.graphs, a.prefill_mfu * PEAK / (2 * 8.2e9)
+    gen = groups * m["generated"]
+    engine = {"decode": gen / decode_tps, "actor_prefill": groups * m["actor_prefill"] / prefill_tps,
+              "critic": groups * m["critic_prefill"] / prefill_tps}
+    learner = m["update_per_generated"] * gen / learn_tps
+    tail = (0 if a.sync_overlapped else a.sync_s) + a.check_s / a.check_every + a.save_s / a.save_every
+    engine_s = sum(engine.values())
+    step = max(engine_s, learner + tail) if cfg.rollout.max_off_policy_steps else engine_s + learner + tail
+    steps = math.ceil(a.functions * cfg.learner.epochs / groups)
+    evals = steps // cfg.eval_every if cfg.eval_every else 0
+    eval_tokens = cfg.eval_limit * (min(m["turns"], 3 * cfg.eval.max_calls) * m["per_turn"]
+                                    + cfg.eval.judge_max_tokens + cfg.eval.coder_max_tokens)
+    eval_s = eval_tokens / (decode_tps * min(1.0, cfg.eval.batch_size / (groups * cfg.rollout.group_size)))
+    # a judgment generated instead: up to critic.max_tokens decoded per judgment, at the rollout's rate
+    generate_critic_s = groups * m["judgments"] * a.generate_tokens / decode_tps
+    return {**{f"engine_{k}_s": v for k, v in engine.items()}, "engine_s": engine_s, "learner_s": learner,
+            "tail_s": tail, "step_s": step, "steps": steps, "evals": evals, "eval_s": eval_s,
+            "critic_generate_s": generate_critic_s,
+            "total_h": (steps * step + evals * eval_s + a.startup_s) / 3600}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("preflights", nargs="+", type=Path, help="preflight.json files")
-    ap.add_argument("--functions", type=int, default=3900, help="training functions (PAU: ~3.9K)")
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--functions-per-step", type=int, default=8)
-    ap.add_argument("--group", type=int, default=8)
-    ap.add_argument("--decode-tps", type=float, default=3000.0)
-    ap.add_argument("--graphs", type=float, default=1.35, help="CUDA graphs' decode speed-up (20-50%%: mid)")
-    ap.add_argument("--critic-share", type=float, default=0.3)
-    ap.add_argument("--learn-tps", type=float, default=7000.0)
+    ap.add_argument("overrides", nargs="*", help="overrides of +recipe=qwen3_8b (e.g. eval_every=250)")
+    ap.add_argument("--turns", default="12,24,40", help="episode lengths (turns) to project")
+    ap.add_argument("--functions", type=int, default=3889, help="training functions (PAU train: 3,889)")
+    ap.add_argument("--decode-tps", type=float, default=3000.0, help="eager decode, 64 sequences in flight")
+    ap.add_argument("--graphs", type=float, default=1.35, help="CUDA graphs' decode speed-up")
+    ap.add_argument("--prefill-mfu", type=float, default=0.5)
+    ap.add_argument("--learner-mfu", type=float, default=0.30)
+    ap.add_argument("--gpu-check", type=Path, help="gpu_check.json: the learner's measured update tokens/s")
     ap.add_argument("--sync-s", type=float, default=5.0)
+    ap.add_argument("--sync-overlapped", action="store_true", help="the adapter sync hidden under the next rollout")
+    ap.add_argument("--check-s", type=float, default=3.0)
+    ap.add_argument("--check-every", type=int, default=1)
+    ap.add_argument("--save-s", type=float, default=6.0, help="the learner state (~0.7 GB) written once")
+    ap.add_argument("--save-every", type=int, default=1)
+    ap.add_argument("--generate-tokens", type=int, default=128, help="a generated judgment's mean length")
+    ap.add_argument("--startup-s", type=float, default=600.0, help="one 16 GB download, two loads, engine warm-up")
     a = ap.parse_args()
-    steps = math.ceil(a.functions * a.epochs / a.functions_per_step)
-    print(f"{steps} steps ({a.functions} functions x {a.epochs} epochs / {a.functions_per_step} a step), "
-          f"{a.functions_per_step * a.group} episodes a step; decode {a.decode_tps:.0f} tok/s eager x{a.graphs} "
-          f"graphs, critic +{a.critic_share:.0%}, learner {a.learn_tps:.0f} tok/s, sync {a.sync_s:.0f} s\n")
-    print("| preflight | turns / episode | generated / turn | update / generated | generated / step | "
-          "before: s/step (h) | after: s/step (h) | before / after |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for path in a.preflights:
-        m = measured(path)
-        generated = a.functions_per_step * a.group * m["turns"] * m["per_turn"]
-        s = step_seconds(generated, m["update_per_generated"], a)
-        print(f"| {path.stem} | {m['turns']:.1f} | {m['per_turn']:.1f} | {m['update_per_generated']:.2f} | "
-              f"{generated:,.0f} | {s['before']:.0f} ({s['before'] * steps / 3600:.0f}) | "
-              f"{s['after']:.0f} ({s['after'] * steps / 3600:.0f}) | {s['before'] / s['after']:.2f}x |")
+    from transformers import AutoTokenizer
+
+    from aac.config import compose
+    from aac.models import resolve_model
+
+    cfg = compose("+recipe=qwen3_8b", *a.overrides)
+    tok = AutoTokenizer.from_pretrained(resolve_model("smollm2_135m"))
+    rows = []
+    for turns in (int(t) for t in a.turns.split(",")):
+        m = measure_group(tok, cfg, turns)
+        # attention is ~1% of a token's FLOPs here: a turn's whole length stands for its tokens' attended lengths
+        tps = (json.loads(a.gpu_check.read_text())["update"]["tokens_per_s"] if a.gpu_check
+               else learner_tps(a.learner_mfu, int(m["seq_len"])))
+        rows.append((turns, m, project(m, cfg, a, tps), tps))
+    print(f"+recipe=qwen3_8b {' '.join(a.overrides)}: {rows[0][2]['steps']} steps of "
+          f"{cfg.rollout.functions_per_step} x {cfg.rollout.group_size} episodes; off-policy "
+          f"{cfg.rollout.max_off_policy_steps}; critic {cfg.critic.scoring}; eval every {cfg.eval_every} steps x "
+          f"{cfg.eval_limit} episodes at batch {cfg.eval.batch_size}; decode {a.decode_tps:.0f} x {a.graphs} tok/s, "
+          f"prefill MFU {a.prefill_mfu}, learner {'measured' if a.gpu_check else f'MFU {a.learner_mfu}'}\n")
+    print("| turns | gen. / turn | update / gen. | judgments (cut) | engine s: decode + actor prefill + critic "
+          "| (a generated critic) | learner s (tok/s) | tail s | **step s** | evals h | **5 epochs h** |")
+    print("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    for turns, m, p, tps in rows:
+        print(f"| {turns} | {m['per_turn']:.0f} | {m['update_per_generated']:.2f} | {m['judgments']} ({m['cut']}) | "
+              f"{p['engine_s']:.0f}: {p['engine_decode_s']:.0f} + {p['engine_actor_prefill_s']:.0f} + "
+              f"{p['engine_critic_s']:.0f} | +{p['critic_generate_s']:.0f} | {p['learner_s']:.0f} ({tps:,.0f}) | "
+              f"{p['tail_s']:.1f} | **{p['step_s']:.0f}** | {p['evals'] * p['eval_s'] / 3600:.1f} | "
+              f"**{p['total_h']:.0f}** |", flush=True)
 
 
 if __name__ == "__main__":

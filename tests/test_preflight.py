@@ -24,6 +24,21 @@ def test_the_projection_adds_start_up_the_first_step_the_later_steps_mean_saves_
         project(Measured(1.0, [], 0.0, 0.0), 3, 0, 0)
 
 
+def test_a_typical_preflight_caps_turns_and_replies_and_scales_the_worst_case():
+    from aac.config import compose
+    from aac.preflight.typical import capped, worst_step
+
+    recipe = compose("+recipe=qwen3_8b")
+    typical = capped(recipe)
+    assert typical.env.max_steps == 12 and recipe.env.max_steps == 40
+    assert dict(typical.rollout.max_tokens_per_phase) == {"reasoning": 90, "input": 20, "reflect": 60}
+    assert capped(compose("+recipe=tiny")).env.max_steps == 6  # a cap never raises a recipe's own
+    row = {"generated_tokens": 64 * 12 * 56, "rollout_s": 20.0, "update_s": 30.0, "wall_s": 55.0}
+    w = worst_step(row, 64, recipe)  # 40 turns x 1,024 tokens an episode: 61x the typical step's tokens
+    assert w["scale"] == pytest.approx(40 * 1024 / (12 * 56))
+    assert w["wall_s"] == pytest.approx(50 * w["scale"] + 5)
+
+
 @pytest.mark.parametrize("version, ok", [("0.32.0", True), ("0.32.1+cpu", True), ("0.33.0", False),
                                          ("0.8.5", False), ("1.0.0", False), (None, False)])
 def test_the_supported_vllm_range(version, ok):
@@ -51,10 +66,20 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
     # one step off-policy, as the GPU recipes run: step 2's rollout ran during step 1's update
     r = run_module("aac.preflight", "+recipe=tiny", "rollout.placement=local", "preflight.steps=2",
                    "rollout.max_off_policy_steps=1", f"out_dir={out}",
+                   # typical episodes shorter than the recipe's (6 turns of 16 tokens): the caps act, the worst case
+                   # is scaled beside them
+                   "preflight.typical_turns=3", "preflight.typical_reply_tokens={reasoning: 12, reflect: 10}",
                    "rewards.tau_reason=1", "rewards.tau_reflect=1")  # replies' lengths differ: updates run
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.loads((out / "preflight.json").read_text())
     assert report["total_steps"] == 3 and len(report["steps"]) == 2
+    assert report["shape"] == "typical" and report["turns"] == 3
+    assert report["reply_tokens"] == {"reasoning": 12, "input": 16, "reflect": 10}
+    assert all(s["turns_per_episode"] <= 3 and s["generated_tokens"] <= s["turns"] * 16 for s in report["steps"])
+    worst = report["worst_case"]
+    assert worst["turns"] == 6 and worst["generated_tokens"] == 6 * 16 * 8 and worst["scale"] > 1
+    assert worst["projection"]["total_s"] > report["projection"]["total_s"]
+    assert "worst case, scaled from the last step" in r.stdout
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2  # the Trainer's own steps
     assert [s["off_policy_lag"] for s in report["steps"]] == [0, 1]
     for s in report["steps"]:

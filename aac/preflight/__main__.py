@@ -28,6 +28,7 @@ from aac.hardware import check_run
 from aac.preflight.pieces import GiB, engine_report, inside, learner_report
 from aac.preflight.projection import Measured, project
 from aac.preflight.synthetic import synthetic_advantages
+from aac.preflight.typical import capped, worst_step
 from aac.preflight.versions import check_vllm, installed
 from aac.rollout.workers import RolloutBatch
 from aac.train import DEFAULT_RECIPE
@@ -82,6 +83,7 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
     import psutil
 
     validate(cfg)
+    recipe, cfg = cfg, capped(cfg) if cfg.preflight.shape == "typical" else cfg
     predicted = check_run(cfg)
     versions = installed()
     print("versions: " + ", ".join(f"{k} {v or '-'}" for k, v in versions.items()), flush=True)
@@ -91,7 +93,9 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     trainer = PreflightTrainer(cfg, out_dir)
     report: dict[str, Any] = {"recipe": cfg.recipe_name, "model": cfg.model.name, "versions": versions,
-                              "total_steps": trainer.total_steps, "steps": []}
+                              "total_steps": trainer.total_steps, "shape": str(cfg.preflight.shape),
+                              "turns": cfg.env.max_steps, "reply_tokens": dict(cfg.rollout.max_tokens_per_phase),
+                              "steps": []}
     try:
         startup_s = time.time() - psutil.Process().create_time()
         walls = []
@@ -123,6 +127,14 @@ def preflight(cfg: DictConfig) -> dict[str, Any]:
                           "close_s": round(close_s, 1)}
     report["projection"] = {k: round(v, 3) for k, v in project(measured, trainer.total_steps, cfg.save_every,
                                                                cfg.eval_every).items()}
+    if cfg.preflight.shape == "typical" and report["steps"]:
+        # the recipe's worst case: each measured step scaled (the first's warm-up too: it errs high)
+        episodes = cfg.rollout.functions_per_step * cfg.rollout.group_size
+        worst = [worst_step(row, episodes, recipe) for row in report["steps"]]
+        report["worst_case"] = {"turns": recipe.env.max_steps, **{k: round(v, 2) for k, v in worst[-1].items()},
+                                "projection": {k: round(v, 3) for k, v in project(
+                                    Measured(startup_s, [w["wall_s"] for w in worst], save_s, close_s, eval_s),
+                                    trainer.total_steps, cfg.save_every, cfg.eval_every).items()}}
     path = Path(cfg.preflight.json) if cfg.preflight.json else out_dir / "preflight.json"
     path.write_text(json.dumps(report, indent=1))
     _print(report, path)
@@ -149,7 +161,12 @@ def _print(r: dict[str, Any], path: Path) -> None:
     m = r["measured"]
     print(f"start-up {m['startup_s']} s, checkpoint {m['save_s']} s, evaluation {m['eval_s']} s, shut-down {m['close_s']} s")
     print(f"projected full run ({p['steps']:.0f} steps at {p['step_s']:.1f} s, {p['evals']:.0f} evaluations): "
-          f"{p['total_s']:.0f} s = {p['total_h']:.2f} h")
+          f"{p['total_s']:.0f} s = {p['total_h']:.2f} h ({r['shape']} episodes: {r['turns']} turns, replies "
+          f"{r['reply_tokens']} tokens)")
+    if "worst_case" in r:
+        w = r["worst_case"]
+        print(f"worst case, scaled from the last step (x{w['scale']:.1f} the generated tokens: {w['turns']} turns, "
+              f"every reply at its cap): {w['wall_s']:.1f} s a step, full run {w['projection']['total_h']:.2f} h")
     print(f"wrote {path}")
 
 
