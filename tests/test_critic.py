@@ -3,6 +3,7 @@ through vllm, hf and openai (a local `vllm serve`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -82,6 +83,14 @@ def test_privileged_prompt_shows_source_and_gold_symmetric_shows_neither():
             assert "TypeError: bad input" in text and text.rstrip().endswith("`Rating: <integer 0-9>`.")
         assert INSTANCE.description in privileged and "sorted(arg0)[::-1]" in privileged
         assert INSTANCE.description not in symmetric and "sorted(arg0)" not in symmetric
+
+
+def test_a_long_source_keeps_its_end_where_the_judged_function_is():
+    helpers = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(120))  # validator and helpers first
+    long = dataclasses.replace(INSTANCE, code=helpers + INSTANCE.code)
+    assert len(long.code) > 2000
+    text = critic_messages(judgment("hypothesis", "It reverses the list.", long), "privileged")[-1]["content"]
+    assert "sorted(arg0)[::-1]" in text and "…[cut]" in text and "def helper_0(" not in text
 
 
 def test_prompt_examples_fix_the_format_and_can_be_dropped():

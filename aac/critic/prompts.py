@@ -85,6 +85,12 @@ def _cut(text: object, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + " …[cut]"
 
 
+def _cut_source(source: str) -> str:
+    """A row's source within MAX_TEXT_CHARS, its end kept: the builders write the validator and helpers first and
+    `test_func` (or the class, or the service) last, so a head cut would hide the very code being judged."""
+    return source if len(source) <= MAX_TEXT_CHARS else "…[cut]\n" + source[-MAX_TEXT_CHARS:]
+
+
 def format_observations(observations: list) -> str:
     shown = observations[-MAX_OBSERVATIONS:]
     lines = [f"({len(observations) - len(shown)} earlier calls not shown)"] if len(shown) < len(observations) else []
@@ -122,7 +128,7 @@ def _question(judgment: Judgment, mode: str, scoring: str) -> str:
     parts = []
     if mode == "privileged":
         seen = domain.privileged(inst)
-        parts += [f"Source code (hidden from the agent):\n```python\n{_cut(seen.source, MAX_TEXT_CHARS)}\n```",
+        parts += [f"Source code (hidden from the agent):\n```python\n{_cut_source(seen.source)}\n```",
                   f"Reference description (hidden from the agent):\n{seen.description.strip()}"]
     parts += [f"{domain.subject.capitalize()} header: {inst.header.strip()}",
               f"Calls so far (oldest first):\n{format_observations(judgment.observations)}"]
