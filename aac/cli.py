@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from aac.config import ConfigError, named_error, register_configs, resource_dir, validate
 from aac.errors import debug, entry_point, one_line
+from aac.run_dir import run_of
 
 if TYPE_CHECKING:
     from aac.config import TrainConfig
@@ -33,11 +34,7 @@ def _rewrite_argv(argv: list[str], default_recipe: str | None) -> list[str]:
     resume = next((a.partition("=")[2] for a in out if a.startswith("resume=")), "false")
     resuming = resume.lower() != "false"
     if resuming and resume.lower() != "true" and not any(a.startswith("out_dir=") for a in out):
-        from aac.checkpoint import run_dir_of
-
-        out.append(f"out_dir={run_dir_of(Path(resume))}")  # resume=RUN_DIR goes on in that run dir
-    if resuming:  # Hydra's copy of the run's config (.hydra/, what evals read) is the run's, not this command's
-        out.append("hydra.output_subdir=null")
+        out.append(f"out_dir={run_of(resume)}")  # resume=RUN_DIR goes on in that run dir
     # --help shows the config that would run: the default recipe's (Hydra's own --hydra-help composes none)
     if default_recipe and not has_recipe and not resuming and "--hydra-help" not in out:
         out.append(f"+recipe={default_recipe}")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from aac.errors import UserError, entry_point
+from aac.run_dir import DONE, METRICS, adapter_of, config_file, saved_run
 
 CARD = "README.md"
 RUN_CONFIG_COPY = "aac_config.yaml"
@@ -47,13 +48,11 @@ class Provenance:
     def of(cls, adapter: Path) -> Provenance:
         from omegaconf import OmegaConf
 
-        from aac.eval.run_protocol import RUN_CONFIG, find_run
-
-        run_dir = find_run(adapter)
-        run_cfg = OmegaConf.load(run_dir / RUN_CONFIG) if run_dir is not None else None
-        trainer = adapter.parent / "trainer.json"  # a training checkpoint's (aac/checkpoint.py)
+        run = saved_run(adapter)
+        run_cfg = OmegaConf.load(config_file(run)) if run is not None else None
+        trainer = adapter.parent / DONE  # a training checkpoint's
         step = json.loads(trainer.read_text()).get("step") if trainer.is_file() else None
-        return cls(adapter, run_dir, run_cfg, step)
+        return cls(adapter, run, run_cfg, step)
 
     def get(self, key: str, default: object = None) -> Any:
         from omegaconf import OmegaConf
@@ -82,7 +81,7 @@ def eval_numbers(prov: Provenance) -> list[str]:
     if prov.run_dir is None:
         return []
     rows = []
-    metrics = prov.run_dir / "metrics.jsonl"
+    metrics = prov.run_dir / METRICS
     if metrics.is_file():
         evals = [r for r in map(json.loads, metrics.read_text().splitlines()) if "eval/description_score" in r]
         if evals:
@@ -217,14 +216,9 @@ def _write_merged(adapter: Path, tmp: Path, dtype: str) -> None:
 
 def export(checkpoint: str, out: str, *, merge: bool = False, base: Optional[str] = None) -> Path:
     """Write the adapter of `checkpoint` (merged into its base with `merge`) and its card to `out`."""
-    from aac.eval.harness import EvalError, resolve_adapter
-    from aac.eval.run_protocol import RUN_CONFIG
     from aac.models import atomic_build
 
-    try:
-        adapter = resolve_adapter(checkpoint)
-    except EvalError as e:
-        raise ExportError(str(e)) from None
+    adapter = adapter_of(checkpoint)  # none, or a damaged checkpoint named: one line (CheckpointError)
     target = Path(out).expanduser()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExportError(f"out={out} exists and is not an empty folder: give a new one")
@@ -239,7 +233,7 @@ def export(checkpoint: str, out: str, *, merge: bool = False, base: Optional[str
         else:
             _write_adapter(adapter, tmp, base)
         if prov.run_dir is not None:
-            shutil.copyfile(prov.run_dir / RUN_CONFIG, tmp / RUN_CONFIG_COPY)
+            shutil.copyfile(config_file(prov.run_dir), tmp / RUN_CONFIG_COPY)
         weights = base or adapter_base(adapter)
         (tmp / CARD).write_text(model_card(prov, merged=merge, base=weights), encoding="utf-8")
 

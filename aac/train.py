@@ -14,6 +14,7 @@ from aac.config import validate
 from aac.hardware import check_run
 from aac.machine import describe, per_core_gflops
 from aac.metrics import plot, read
+from aac.run_dir import METRICS, SUMMARY
 from aac.training import Trainer
 from aac.training.state import run_config
 
@@ -38,16 +39,16 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         last = trainer.run()
     finally:
         trainer.close()
-    rows = read(out_dir / "metrics.jsonl")
+    rows = read(out_dir / METRICS)
     png = plot(rows, out_dir / "metrics.png")
     summary = {k: v for k, v in last.items() if isinstance(v, (int, float))}
     summary.update(steps=trainer.step, train_s=round(time.perf_counter() - started, 1),
                    machine_gflops_per_core=round(gflops, 1))
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out_dir / SUMMARY).write_text(json.dumps(summary, indent=1))
     budget = f", time budget {cfg.time_budget_s:g}s" if cfg.time_budget_s is not None else ""
     log.info("done: %d of %d steps in %.0fs%s, on %s", trainer.step, trainer.total_steps, summary["train_s"], budget,
              describe(gflops))
-    log.info("metrics %s, plot %s, checkpoints %s", out_dir / "metrics.jsonl", png, trainer.ckpt_root)
+    log.info("metrics %s, plot %s, checkpoints %s", out_dir / METRICS, png, trainer.ckpt_root)
     return summary
 
 

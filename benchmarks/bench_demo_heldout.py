@@ -146,9 +146,9 @@ def main() -> None:
     from aac.critic.coverage import CoverageInformativeness
     from aac.datasets import load_instances
     from aac.env.protocol import sandbox_caller
-    from aac.eval.run_protocol import RUN_CONFIG
+    from aac.run_dir import config_file
 
-    data = OmegaConf.load(args.out / f"aac_seed{seeds[0]}" / RUN_CONFIG).env.data  # the eval's default data
+    data = OmegaConf.load(config_file(args.out / f"aac_seed{seeds[0]}")).env.data  # the eval's default data
     instances = {i.uid: i for i in load_instances(data, split="test")}
     coverage = CoverageInformativeness(sandbox_caller(None))
 
