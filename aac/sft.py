@@ -30,7 +30,7 @@ from aac.run_dir import CHECKPOINTS, METRICS, SUMMARY, write_config
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from aac.traces import TraceTurn
+    from aac.env.replay import TraceTurn
 
 log = logging.getLogger("aac.sft")
 DEFAULT_RECIPE = "smollm2_cpu"
