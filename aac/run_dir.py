@@ -160,8 +160,10 @@ def newest_intact(root: Path) -> tuple[Optional[Path], list[str]]:
 
 
 def is_checkpoint(path: Path) -> bool:
-    """`path` is one checkpoint's folder (complete or not), not a run or an adapter."""
-    return (path.name.startswith("step_") and path.is_dir()) or (path / MANIFEST).exists() or (path / DONE).exists()
+    """`path` is one checkpoint's folder, complete or not (a run's `checkpoints/step_N`, or a folder with a
+    checkpoint's manifest or trainer state), not a run or a bare adapter folder."""
+    return ((path.name.startswith("step_") and path.parent.name == CHECKPOINTS and path.is_dir())
+            or (path / MANIFEST).exists() or (path / DONE).exists())
 
 
 def checkpoint_of(path: Path | str) -> tuple[Optional[Path], list[str]]:

@@ -96,6 +96,10 @@ def test_no_checkpoint_there(tmp_path):
     incomplete.mkdir(parents=True)
     with pytest.raises(CheckpointDamaged, match=r"incomplete \(no manifest.json\)"):
         checkpoint_of(incomplete)
+    handmade = tmp_path / "kept" / "step_000004"  # a folder holding an adapter, no run's checkpoint: the adapter
+    (handmade / "adapter").mkdir(parents=True)
+    (handmade / "adapter" / "adapter_config.json").write_text("{}")
+    assert adapter_of(handmade) == handmade / "adapter"
 
 
 def _names_used(path: Path) -> set[str]:
