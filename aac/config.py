@@ -15,7 +15,7 @@ Declaring a setting. Every field says what it means, and a numeric one its range
   `> 0`, fractions `[0, 1]`. `validate` checks each: `KEY=VALUE must be RANGE`, one line;
 - a check across keys is a function decorated `@rule("group.key", "other.key", ...)`, written right after the
   class of its first key, whose docstring states the rule; it raises one-line `ConfigError`s;
-- `python -m aac.config_reference --write` regenerates docs/config.md from all of this;
+- `python -m aac.config_reference write=true` regenerates docs/config.md from all of this;
   tests/test_config_reference.py fails when a key has no meaning or a numeric one no range, or the file is stale.
 """
 

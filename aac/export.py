@@ -15,22 +15,25 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.cli import Key, parse_keys, switch
 from aac.errors import UserError, entry_point
 from aac.run_dir import DONE, METRICS, adapter_of, config_file, saved_run
 
 CARD = "README.md"
 RUN_CONFIG_COPY = "aac_config.yaml"
-KEYS = ("checkpoint", "out", "merge", "base")
 USAGE = "usage: python -m aac.export checkpoint=CKPT out=DIR [merge=true] [base=HUB_ID]"
+KEYS = (Key("checkpoint", "a run dir (its newest intact checkpoint), a step folder or an adapter folder", required=True),
+        Key("out", "a new or empty folder for the adapter (or merged model) and its card", required=True),
+        Key("merge", "write the base model with the adapter merged into its weights", switch, False),
+        Key("base", "the base model id written into the adapter's config (an embedded model's path does not travel)"))
 
 
 class ExportError(UserError, ValueError):
-    """An export that cannot be made (no adapter, an occupied out folder, a bad argument); one line."""
+    """An export that cannot be made (an occupied out folder); one line."""
 
     what = "cannot export"
 
@@ -241,30 +244,14 @@ def export(checkpoint: str, out: str, *, merge: bool = False, base: Optional[str
     return target
 
 
-def parse_args(argv: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in KEYS:
-            raise ExportError(f"{arg!r}: expected KEY=VALUE with KEY one of {', '.join(KEYS)}; {USAGE}")
-        args[key] = value
-    missing = [k for k in ("checkpoint", "out") if not args.get(k)]
-    if missing:
-        raise ExportError(f"missing {' and '.join(f'{k}=' for k in missing)}; {USAGE}")
-    merge = str(args.pop("merge", "false")).lower()
-    if merge not in ("true", "false"):
-        raise ExportError(f"merge={merge}: expected true or false")
-    return {**args, "merge": merge == "true"}
-
-
 @entry_point
 def main(argv: Optional[list[str]] = None) -> None:
     import logging
 
+    args = parse_keys(argv, KEYS, USAGE, doc=__doc__.split("\n\n")[0])
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    out = export(args.pop("checkpoint"), args.pop("out"), **args)
-    kind = "merged model" if args["merge"] else "peft adapter"
+    out = export(args.checkpoint, args.out, merge=args.merge, base=args.base)
+    kind = "merged model" if args.merge else "peft adapter"
     print(f"aac.export: {kind} and its model card in {out} ({out / CARD})")
 
 

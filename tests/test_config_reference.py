@@ -74,4 +74,4 @@ def test_a_range_that_does_not_parse_is_refused_where_it_is_declared():
 
 
 def test_reference_is_current():
-    assert DOC.read_text() == reference(), "regenerate it: python -m aac.config_reference --write"
+    assert DOC.read_text() == reference(), "regenerate it: python -m aac.config_reference write=true"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from test_eval_runner import PAU_ROWS, write_rows
 
+from aac.cli import rewrite_aliases
 from aac.config import ConfigError, compose
 from aac.eval import records
-from aac.eval.config import rewrite_aliases
 from aac.eval.harness import evaluate
 from aac.run_dir import CheckpointError
 

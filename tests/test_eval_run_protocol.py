@@ -12,8 +12,8 @@ import shutil
 import pytest
 from omegaconf import OmegaConf
 
+from aac.cli import rewrite_aliases
 from aac.config import ConfigError, compose
-from aac.eval.config import rewrite_aliases
 from aac.eval.harness import evaluate
 from aac.eval.run_protocol import apply_run_protocol, given_keys, play_runs_protocol, protocol_run
 from aac.run_dir import CONFIG, OLD_CONFIG, saved_run

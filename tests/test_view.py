@@ -173,7 +173,7 @@ def test_the_page_is_self_contained_and_names_what_it_cannot_draw(run, tmp_path)
     assert html.count("<svg") == 4 and "return (mean per episode)" in html
     with pytest.raises(ViewError, match="neither a training run"):
         load(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "aac.view", str(tmp_path)], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "aac.view", f"dirs={tmp_path}"], capture_output=True, text=True)
     assert res.returncode == 1 and res.stderr.strip().startswith("aac: cannot view:") and len(res.stderr.splitlines()) == 1
     with pytest.raises(ViewError):  # a mistyped dir: its error, and no folder made for the page
         write_page([tmp_path / "typo"], tmp_path / "typo" / "episodes.html")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aac.assembly import Run, build_run, eval_protocol
-from aac.cli import output_dir
+from aac.cli import command_line_overrides, output_dir
 from aac.config import TrainConfig, validate
 from aac.errors import UserError
 from aac.eval import records
@@ -139,10 +139,10 @@ def resolve(cfg: TrainConfig, overrides: Sequence[str] | None = None, *,
     """The config an eval plays, and its checkpoint's adapter: a checkpoint of a training run (or
     `eval.protocol_from`) plays that run's protocol except where `overrides` (the command line's, by default)
     set a key (aac/eval/run_protocol.py), said in a log line (`announce`)."""
-    from aac.eval.run_protocol import hydra_overrides, play_runs_protocol
+    from aac.eval.run_protocol import play_runs_protocol
 
     adapter = adapter_of(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
-    cfg = play_runs_protocol(cfg, adapter, hydra_overrides() if overrides is None else overrides, announce=announce)
+    cfg = play_runs_protocol(cfg, adapter, command_line_overrides() if overrides is None else overrides, announce=announce)
     validate(cfg)
     return cfg, adapter
 

@@ -89,13 +89,6 @@ def given_keys(overrides: Sequence[str]) -> set[str]:
     return given
 
 
-def hydra_overrides() -> list[str]:
-    """The command line's overrides inside a Hydra app (`python -m aac.eval`), else none."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-
-
 def apply_run_protocol(cfg: TrainConfig, trained: Path, overrides: Sequence[str]) -> tuple[TrainConfig, RunProtocol]:
     """`cfg` with the keys that `overrides` (the command line's) leave unset taken from the config of run `trained`."""
     from omegaconf import OmegaConf

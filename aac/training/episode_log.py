@@ -3,7 +3,7 @@ actor saw and did, what the sandbox returned, the critic's score, the reward and
 in OUT/episodes/step_NNNNNN.jsonl.gz (aac/episode_files.py).
 
 `logging.episodes_per_step` sets how many (0: none, -1: all). A resumed run drops the files after its
-checkpoint's step and writes those steps again. `python -m aac.view OUT` draws them; the schema is in
+checkpoint's step and writes those steps again. `python -m aac.view dirs=OUT` draws them; the schema is in
 docs/viewer.md. Prompts are rebuilt by replaying the episode's replies through the protocol
 (`aac.env.replay.replay`), so the rollout ships no prompt text back; their hash is over the prompt's token
 ids, the tokens the learner trained on.

@@ -167,11 +167,11 @@ def save_config(cfg: TrainConfig, out_dir: Path) -> None:
 def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
     """The run's config and where it resumes from: a resumed run's own (RUN/config.yaml), checked against the
     command line's overrides; saved in the run dir either way."""
-    from aac.eval.run_protocol import hydra_overrides
+    from aac.cli import command_line_overrides
 
     point = resume_point(cfg.resume, out_dir)
     if point is not None:
-        cfg = restore_config(cfg, point, hydra_overrides() or None)
+        cfg = restore_config(cfg, point, command_line_overrides() or None)
     save_config(cfg, out_dir)
     return cfg, point
 
