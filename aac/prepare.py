@@ -42,17 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [d for d in a.datasets if d not in BUILTINS]
     if unknown:
         raise UsageError(f"datasets={','.join(a.datasets)}: {unknown[0]!r} is no builtin dataset (of: {', '.join(BUILTINS)})")
-    describe = None
+    write_descriptions = None
     if a.describe_with:
-        from aac.data.describe import make_describer
+        from aac.data.llm_descriptions import description_writer
 
-        describe = make_describer(a.describe_with)
+        write_descriptions = description_writer(a.describe_with)
     if not a.datasets:
         for name in EMBEDDED_MODELS:
             log.info("model %-13s %s", name, resolve_model(name))
     for name in a.datasets or EMBEDDED_DATASETS:
         for split in SPLITS:
-            log.info("data  %-13s %s", f"{name}/{split}", builtin_path(name, split, describe))
+            log.info("data  %-13s %s", f"{name}/{split}", builtin_path(name, split, write_descriptions))
     log.info("AAC_HOME=%s ready", aac_home())
     return 0
 

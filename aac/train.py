@@ -11,8 +11,8 @@ from omegaconf import DictConfig
 
 from aac.cli import output_dir, run_hydra
 from aac.config import validate
+from aac.cpu_speed import per_core_gflops, speed_line
 from aac.hardware import check_run
-from aac.machine import describe, per_core_gflops
 from aac.metrics import plot, read
 from aac.run_dir import METRICS, SUMMARY
 from aac.training import Trainer
@@ -29,7 +29,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     check_run(run[0])  # the run's GPUs and learner memory, before Ray and the data
     out_dir.mkdir(parents=True, exist_ok=True)
     gflops = per_core_gflops()  # before the pieces start: what the reader scales this run's timings by
-    log.info("machine: %s", describe(gflops))
+    log.info("machine: %s", speed_line(gflops))
     started = time.perf_counter()
     trainer = Trainer(cfg, out_dir, run)
     cfg = trainer.cfg
@@ -47,7 +47,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     (out_dir / SUMMARY).write_text(json.dumps(summary, indent=1))
     budget = f", time budget {cfg.time_budget_s:g}s" if cfg.time_budget_s is not None else ""
     log.info("done: %d of %d steps in %.0fs%s, on %s", trainer.step, trainer.total_steps, summary["train_s"], budget,
-             describe(gflops))
+             speed_line(gflops))
     log.info("metrics %s, plot %s, checkpoints %s", out_dir / METRICS, png, trainer.ckpt_root)
     return summary
 

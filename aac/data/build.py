@@ -115,15 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     if Path(a.out).suffix and Path(a.out).suffix.lower() not in FILE_SUFFIXES:
         raise UsageError(f"out={a.out}: use a folder, or a .jsonl or .parquet file")
     try:
-        describe = None
+        write_descriptions = None
         if a.describe_with:
-            from aac.data.describe import make_describer
+            from aac.data.llm_descriptions import description_writer
 
-            describe = make_describer(a.describe_with)
+            write_descriptions = description_writer(a.describe_with)
         instances, summary = rows_from_source(a.source, limit=a.limit, sample=a.sample, seed=a.seed,
                                               scaffold=a.scaffold)
-        if describe is not None and instances:
-            instances = describe(instances)
+        if write_descriptions is not None and instances:
+            instances = write_descriptions(instances)
         write_rows(a.out, instances, summary, seed=a.seed, test_fraction=a.test_fraction)
         if a.summary_json:
             record = {**summary.as_dict(), "limit": a.limit, "sample": a.sample, "config": asdict(BuildConfig(seed=a.seed))}

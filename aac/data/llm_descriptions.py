@@ -43,7 +43,7 @@ def parse_engine_spec(spec: str) -> tuple[str, str]:
     return kind, model
 
 
-def make_describer(spec: str, max_tokens: int = 160):
+def description_writer(spec: str, max_tokens: int = 160):
     """A function `instances -> instances` that fills empty descriptions with the engine of `spec`."""
     from aac.engines import Sampling, make_engine
 
