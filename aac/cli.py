@@ -196,7 +196,8 @@ def _precheck(overrides: list[str], config_name: str) -> TrainConfig:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from aac.config import ConfigError, named_error, resource_dir, validate
+    from aac.config import resource_dir, validate
+    from aac.settings import ConfigError, named_error
 
     GlobalHydra.instance().clear()
     try:

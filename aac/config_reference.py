@@ -20,8 +20,9 @@ from pathlib import Path
 
 import aac.config as config
 from aac.cli import Key, parse_keys, switch
-from aac.config import RULES, TrainConfig, compose, resource_dir, settings
+from aac.config import TrainConfig, compose, resource_dir
 from aac.errors import entry_point
+from aac.settings import RULES, Choice, setting_fields
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "config.md"
 DEFAULT_RECIPE = "smollm2_cpu"  # what `python -m aac.train` runs without +recipe (aac/train.py)
@@ -60,13 +61,13 @@ def meanings() -> dict[str, str]:
             owner[id(f)] = cls.__name__
             if isinstance(f.default_factory, type) and is_dataclass(f.default_factory):
                 stack.append(f.default_factory)
-    return {key: comments.get((owner[id(f)], f.name), "") for key, f in settings()}
+    return {key: comments.get((owner[id(f)], f.name), "") for key, f in setting_fields(TrainConfig)}
 
 
 def _type(f: Field) -> str:
     name = str(f.type)
     choice = getattr(config, name.removeprefix("Optional[").removesuffix("]"), None)
-    if isinstance(choice, type) and issubclass(choice, config.Choice):
+    if isinstance(choice, type) and issubclass(choice, Choice):
         values = [m.value for m in choice] + (["null"] if name.startswith("Optional") else [])
         return " | ".join(values)
     return name
@@ -78,7 +79,7 @@ def _raw(cfg: object) -> dict[str, object]:
 
     tree = OmegaConf.to_container(cfg, resolve=False)
     out = {}
-    for key, _ in settings():
+    for key, _ in setting_fields(TrainConfig):
         node = tree
         for part in key.split("."):
             node = node[part]  # type: ignore[index]
@@ -129,7 +130,7 @@ def reference() -> str:
         "",
     ]
     group = None
-    for key, f in settings():
+    for key, f in setting_fields(TrainConfig):
         head = key.rsplit(".", 1)[0] if "." in key else "(top level)"
         if head != group:
             group = head
