@@ -59,7 +59,7 @@ prepare: install
 
 # builtin:pau_like (minutes; reads ../shared/data/sources): DESCRIBE=KIND:MODEL writes CRUXEval's descriptions
 data: install
-	$(PY) -m aac.prepare pau_like $(if $(DESCRIBE),--describe-with $(DESCRIBE))
+	$(PY) -m aac.prepare datasets=pau_like $(if $(DESCRIBE),describe_with=$(DESCRIBE))
 
 # train (the default recipe), then the tuned adapter beside its base model on held-out functions
 ifndef DEMO_OUT
@@ -67,8 +67,8 @@ DEMO_OUT := runs/demo-$(shell date +%Y%m%d-%H%M%S)
 endif
 demo: prepare
 	$(PY) -m aac.train out_dir=$(DEMO_OUT) $(ARGS)
-	$(PY) -m aac.eval.side_by_side $(DEMO_OUT)
-	$(PY) -m aac.view $(DEMO_OUT) --out $(DEMO_OUT)/episodes.html
+	$(PY) -m aac.eval.side_by_side run=$(DEMO_OUT)
+	$(PY) -m aac.view dirs=$(DEMO_OUT) out=$(DEMO_OUT)/episodes.html
 
 # the browser tests/test_view.py draws the episode page in: Debian's chromium, installed where it is missing (root)
 .PHONY: browser

@@ -8,8 +8,9 @@ Layout of `OUT/checkpoints/step_000010/`:
   manifest.json  every other file's size and sha256, written last
 `OUT/checkpoints/latest` names the newest complete one.
 
-A resume verifies a checkpoint against its manifest (`damage`) and falls back from a damaged newest one
-to the newest intact one (`newest_intact`); the one before the newest is always kept, so there is one.
+A resume verifies a checkpoint against its manifest and falls back from a damaged newest one to the newest
+intact one (`aac.run_dir.checkpoint_of`, with the layout of a run folder); the one before the newest is always
+kept, so there is one.
 """
 
 from __future__ import annotations
@@ -25,21 +26,13 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import torch
 
-from aac.errors import UserError
+from aac.run_dir import ADAPTER, DONE, LATEST, write_manifest
 
 if TYPE_CHECKING:
     from aac.config import TrainConfig
     from aac.learner import LearnerLike
 
-DONE = "trainer.json"  # the trainer's state; a complete checkpoint from before manifests has it
-MANIFEST = "manifest.json"  # written last: {file: {"bytes": n, "sha256": hex}} of every other file
 AHEAD = "rollout_ahead.pt"
-
-
-class CheckpointDamaged(UserError):
-    """No intact checkpoint to resume from (files truncated, changed or missing); nothing was deleted."""
-
-    what = "damaged checkpoint"
 
 
 def config_hash(cfg: TrainConfig) -> str:
@@ -58,73 +51,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _files(ckpt: Path) -> list[Path]:
-    return sorted(f for f in ckpt.rglob("*") if f.is_file() and f.name != MANIFEST)
-
-
-def write_manifest(ckpt: Path) -> None:
-    """Record every file of `ckpt` (its size and sha256) in its manifest, the checkpoint's last file."""
-    entries = {f.relative_to(ckpt).as_posix(): {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in _files(ckpt)}
-    (ckpt / MANIFEST).write_text(json.dumps(entries, indent=1))
-
-
-def damage(ckpt: Path) -> Optional[str]:
-    """What is wrong with checkpoint `ckpt` ("learner.pt: 512 bytes, the manifest says 9133"), or None when
-    every file its manifest lists is there with its size and hash. A checkpoint written before manifests
-    counts as intact when its trainer.json reads."""
-    manifest = ckpt / MANIFEST
-    if not manifest.exists():
-        if not (ckpt / DONE).exists():
-            return f"incomplete (no {MANIFEST})"
-        try:
-            json.loads((ckpt / DONE).read_text())
-            return None
-        except (ValueError, OSError) as e:
-            return f"{DONE}: unreadable ({type(e).__name__})"
-    try:
-        entries = json.loads(manifest.read_text())
-    except (ValueError, OSError) as e:
-        return f"{MANIFEST}: unreadable ({type(e).__name__})"
-    for name, want in entries.items():
-        f = ckpt / name
-        if not f.is_file():
-            return f"{name}: missing"
-        size = f.stat().st_size
-        if size != want["bytes"]:
-            return f"{name}: {size} bytes, the manifest says {want['bytes']}"
-        if _sha256(f) != want["sha256"]:
-            return f"{name}: its sha256 differs from the manifest's"
-    return None
-
-
-def run_dir_of(path: Path) -> Path:
-    """The run dir of `path`: a run dir itself, or `RUN/checkpoints/step_N` (or RUN/checkpoints)."""
-    path = Path(path).expanduser()
-    if path.name.startswith("step_") and path.parent.name == "checkpoints":
-        return path.parent.parent
-    return path.parent if path.name == "checkpoints" else path
-
-
-def newest_intact(root: Path) -> tuple[Optional[Path], list[str]]:
-    """The newest intact checkpoint under `root` (None: none there, or none intact) and what is wrong
-    with each newer one ("step_000003: learner.pt: ...")."""
-    damaged = []
-    for ckpt in sorted(root.glob("step_*"), reverse=True):
-        why = damage(ckpt)
-        if why is None:
-            return ckpt, damaged
-        damaged.append(f"{ckpt.name}: {why}")
-    return None, damaged
 
 
 def _fsync_dir(path: Path) -> None:
@@ -150,10 +76,10 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     if learner is not None:
-        learner.save_adapter(str(tmp / "adapter"))
+        learner.save_adapter(str(tmp / ADAPTER))
         learner.save_state(str(tmp / "learner.pt"))
     else:
-        shutil.copytree(adapter, tmp / "adapter")
+        shutil.copytree(adapter, tmp / ADAPTER)
         shutil.copyfile(learner_state, tmp / "learner.pt")
     torch.save(rng_state(), tmp / "rng.pt")
     if ahead is not None:
@@ -170,15 +96,15 @@ def save(root: Path, step: int, *, trainer_state: dict[str, Any], keep: int = 3,
     _fsync_dir(root)
     pointer = root / ".latest.tmp"
     pointer.write_text(final.name)
-    os.replace(pointer, root / "latest")
+    os.replace(pointer, root / LATEST)
     for old in sorted(root.glob("step_*"))[:-max(keep, 2)]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
 
 def load(path: Path, *, learner: LearnerLike) -> dict[str, Any]:
-    """Restore learner and RNG state from `path`, a checkpoint its caller found intact (`damage`,
-    `newest_intact`: a resume checks before any piece starts, so the files are hashed once); returns the
+    """Restore learner and RNG state from `path`, a checkpoint its caller found intact (`aac.run_dir.checkpoint_of`:
+    a resume checks before any piece starts, so the files are hashed once); returns the
     trainer state (with `ahead`: the rollout collected for the next step, or None)."""
     learner.load_state(str(path / "learner.pt"))
     set_rng_state(torch.load(path / "rng.pt", weights_only=False))

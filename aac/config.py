@@ -4,48 +4,31 @@ Defaults follow docs/method.md: the paper's constants, with the release's bugs f
 `conf/` pick values for these schemas; `recipes/` hold whole experiments (`+recipe=NAME`). (`aac/_data/conf`
 and `aac/_data/recipes` are links to those two folders, so a wheel carries them: there is one copy.)
 
-Declaring a setting. Every field says what it means, and a numeric one its range:
-
-    # what it means (the comment above the field, or beside it: the reference joins both)
-    workers: int = setting(2, "> 0")
-    max_calls: Optional[int] = setting(None, "> 0")  # null: no cap (None always passes the range)
-
-- a range is `>= N`, `> N`, `<= N`, `< N`, `[a, b]`, `[a, b)`, `(a, b]`, `one of a, b, c`, or `exists` (a path),
-  with an optional note on a sentinel: counts `> 0` (or `>= 0 (0: never)` where 0 is a sentinel), timeouts
-  `> 0`, fractions `[0, 1]`. `validate` checks each: `KEY=VALUE must be RANGE`, one line;
-- a check across keys is a function decorated `@rule("group.key", "other.key", ...)`, written right after the
-  class of its first key, whose docstring states the rule; it raises one-line `ConfigError`s;
-- `python -m aac.config_reference --write` regenerates docs/config.md from all of this;
-  tests/test_config_reference.py fails when a key has no meaning or a numeric one no range, or the file is stale.
+How a setting is declared (`setting(default, "range")` beside each field, `@rule` for a check across keys,
+`Choice` for a set of values) and checked is aac/settings.py's; this module holds the groups.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import Field, dataclass, field, fields, is_dataclass
-from enum import Enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from aac.errors import UserError
 from aac.phase import PHASE_NAMES
 from aac.sandbox._isolate import MODES as ISOLATION_MODES
-
-
-class Choice(str, Enum):
-    """A value from a fixed set. Typed fields of this kind are checked by OmegaConf itself (its error
-    names the key); a member compares, hashes, prints and serialises as its plain string."""
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
+from aac.settings import (
+    ConfigError,
+    check_settings,
+    choice,
+    named_error,
+    rule,
+    setting,
+)
 
 
 def _choice(name: str, *values: str) -> Any:
-    return Choice(name, [(v, v) for v in values], module=__name__)
+    return choice(name, *values, module=__name__)
 
 
 # every set of allowed values, defined once: the modules that check a value at run time import these
@@ -91,97 +74,7 @@ def _register_resolvers() -> None:
 _register_resolvers()
 
 
-# ---------------------------------------------------------------- how a setting is declared
-
-
 MAX_MMAP_THRESHOLD_KB = 32 * 1024  # glibc's ceiling on 64-bit (HEAP_MAX_SIZE / 2)
-_NUMBER = r"-?\d+(?:\.\d+)?(?:e-?\d+)?"
-
-
-@dataclass(frozen=True)
-class SettingRange:
-    """The values a setting may take, written as the reference shows it: `> 0`, `>= 0`, `<= 0`, `[0, 1]`,
-    `[0, 1)`, `(0, 1]`, `one of 0, 1, 2`, or `exists` (a path), optionally followed by a note on a
-    sentinel, `>= 0 (0: never)`. None, for an Optional field, is always allowed: the field's comment says
-    what it means."""
-
-    text: str
-
-    def __post_init__(self) -> None:
-        if self.text != "exists" and self._parts() is None:
-            raise ValueError(f"not a range: {self.text!r}")
-
-    def _parts(self) -> Optional[tuple[str, list[float]]]:
-        spec = re.sub(r" \(.+\)$", "", self.text)  # the note is for the reader
-        if m := re.fullmatch(rf"(>=|>|<=|<) ({_NUMBER})", spec):
-            return m.group(1), [float(m.group(2))]
-        if m := re.fullmatch(rf"([\[(])({_NUMBER}), ({_NUMBER})([\])])", spec):
-            return m.group(1) + m.group(4), [float(m.group(2)), float(m.group(3))]
-        if m := re.fullmatch(rf"one of ({_NUMBER}(?:, {_NUMBER})*)", spec):
-            return "in", [float(v) for v in m.group(1).split(", ")]
-        return None
-
-    def allows(self, value: object) -> bool:
-        if value is None:
-            return True
-        if self.text == "exists":
-            return Path(str(value)).exists()
-        kind, bounds = self._parts()  # type: ignore[misc]
-        v = float(value)  # type: ignore[arg-type]
-        if kind == "in":
-            return v in bounds
-        if len(bounds) == 1:
-            return {">=": v >= bounds[0], ">": v > bounds[0], "<=": v <= bounds[0], "<": v < bounds[0]}[kind]
-        low, high = bounds
-        return (v >= low if kind[0] == "[" else v > low) and (v <= high if kind[1] == "]" else v < high)
-
-    def describe(self) -> str:
-        if self.text == "exists":
-            return "does not exist (it must be a path that exists)"
-        return f"must be {'in ' if self.text[0] in '[(' else ''}{self.text}"
-
-    def outside(self) -> object:
-        """A value of the range's kind that it refuses (what the tests feed each setting)."""
-        if self.text == "exists":
-            return "/nonexistent/aac-path"
-        kind, bounds = self._parts()  # type: ignore[misc]
-        value = bounds[0] - 1 if kind in (">=", ">") else max(bounds) + 1
-        return int(value) if all(b == int(b) for b in bounds) else value
-
-
-def setting(default: object, range: str) -> Any:
-    """A config field with its range (a `SettingRange`); typed `Any` so that the field's annotation is its
-    type (the default may be an interpolation such as `${env.max_steps}`)."""
-    return field(default=default, metadata={"range": SettingRange(range)})
-
-
-class ConfigError(UserError, ValueError):
-    """A bad key or value, reported as one line naming the key."""
-
-    what = "config error"
-
-
-RULES: list[Rule] = []
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A check across keys: `check(cfg)` raises a one-line `ConfigError`; `keys` are those it reads
-    (the reference lists the rule under each), `text` what it asks (its function's docstring)."""
-
-    keys: tuple[str, ...]
-    text: str
-    check: Callable[[TrainConfig], None]
-
-
-def rule(*keys: str) -> Callable[[Callable[[TrainConfig], None]], Callable[[TrainConfig], None]]:
-    """Register a cross-key check, written right after the class of the first key it reads."""
-
-    def register(check: Callable[[TrainConfig], None]) -> Callable[[TrainConfig], None]:
-        RULES.append(Rule(keys, " ".join((check.__doc__ or "").split()), check))
-        return check
-
-    return register
 
 
 @dataclass
@@ -896,36 +789,9 @@ def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
     return out
 
 
-def named_error(e: BaseException) -> Optional[ConfigError]:
-    """An OmegaConf validation error anywhere in `e`'s chain, as one line naming the key (or None)."""
-    from omegaconf.errors import ValidationError
-
-    while e is not None:
-        if isinstance(e, ValidationError) and e.full_key:
-            return ConfigError(f"{e.full_key}: {str(e.msg).splitlines()[0]}")
-        e = e.__cause__ or e.__context__
-    return None
-
-
-def settings(cls: Optional[type] = None, prefix: str = "") -> Iterator[tuple[str, Field]]:
-    """Every setting of `cls` (default `TrainConfig`) as (dotted key, its dataclass field), groups walked in order."""
-    for f in fields(cls or TrainConfig):
-        if isinstance(f.default_factory, type) and is_dataclass(f.default_factory):
-            yield from settings(f.default_factory, f"{prefix}{f.name}.")
-        else:
-            yield prefix + f.name, f
-
-
 def validate(cfg: TrainConfig) -> None:
     """Every setting's range, then every cross-key rule; the first broken one as a one-line `ConfigError`."""
-    from omegaconf import OmegaConf
-
-    for key, f in settings():
-        bounds = f.metadata.get("range")
-        if bounds is not None and not bounds.allows(value := OmegaConf.select(cfg, key)):
-            raise ConfigError(f"{key}={value!r} {bounds.describe()}")
-    for r in RULES:
-        r.check(cfg)
+    check_settings(cfg, TrainConfig)
 
 
 def compose(*overrides: str, config_name: str = "config") -> Any:

@@ -28,7 +28,7 @@ def check_split(spec: str | os.PathLike[str] | Dataset | DatasetDict, split: str
         raise DatasetError(
             f"{os.fspath(spec)}: one file has no train/test split, so split {split!r} would read every row "
             "(evaluation on the training functions): give a folder with train.jsonl and test.jsonl "
-            "(python -m aac.data.build --out DIR), or set the split to all (env.split=all, eval.split=all) "
+            "(python -m aac.data.build out=DIR), or set the split to all (env.split=all, eval.split=all) "
             "to use every row knowingly")
 
 

@@ -18,21 +18,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from aac.cli import output_dir, run_hydra
+from aac.cli import ALIASES, command_line_overrides, output_dir, run_hydra
 from aac.config import TrainConfig
 from aac.errors import UserError
-from aac.eval.config import ALIASES as EVAL_ALIASES
-from aac.eval.config import rewrite_aliases
 
 log = logging.getLogger("aac.describe")
-ALIASES = {**{k: v for k, v in EVAL_ALIASES.items() if k in ("checkpoint", "limit", "engine", "judge", "protocol_from")},
-           "target": "describe.target", "max_calls": "eval.max_calls"}
 KINDS = ("module", "openapi", "jsonl")
 ROWS = "rows"  # OUT/rows/<SPLIT>.jsonl: the target's PAU rows, read by the harness as a split of that folder
 SPLIT = "target"
@@ -230,7 +225,6 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
     from omegaconf import OmegaConf
 
     from aac.eval.harness import evaluate
-    from aac.eval.run_protocol import hydra_overrides
 
     target = cfg.describe.target
     if not target:
@@ -238,7 +232,7 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
     run_dir = output_dir(cfg)
     rows, domain = target_rows(target, cfg.seed)
     write_rows(run_dir, rows)
-    given = list(hydra_overrides() if overrides is None else overrides)
+    given = list(command_line_overrides() if overrides is None else overrides)
     # the domain is the target's, whatever the checkpoint's run trained on (a run of functions on a service:
     # warned by the harness as a protocol it was not trained on)
     played = [*given, f"eval.data={run_dir / ROWS}", f"eval.split={SPLIT}", f"env.domain={domain}",
@@ -259,9 +253,8 @@ def task(cfg) -> None:
         print(f"{d.episode['uid']}: {d.outcome()}{score} -> {path}")
 
 
-def main() -> None:
-    sys.argv = [sys.argv[0], *rewrite_aliases(sys.argv[1:], ALIASES)]
-    run_hydra(task, "describe_config", default_recipe=None)
+def main(argv: Optional[list[str]] = None) -> None:
+    run_hydra(task, "describe_config", None, argv, aliases=ALIASES["aac.describe"])
 
 
 if __name__ == "__main__":

@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from aac.cli import Key, parse_keys, switch
 from aac.errors import UserError, entry_point
+from aac.run_dir import DONE, METRICS, adapter_of, config_file, saved_run
 
 CARD = "README.md"
 RUN_CONFIG_COPY = "aac_config.yaml"
-KEYS = ("checkpoint", "out", "merge", "base")
 USAGE = "usage: python -m aac.export checkpoint=CKPT out=DIR [merge=true] [base=HUB_ID]"
+KEYS = (Key("checkpoint", "a run dir (its newest intact checkpoint), a step folder or an adapter folder", required=True),
+        Key("out", "a new or empty folder for the adapter (or merged model) and its card", required=True),
+        Key("merge", "write the base model with the adapter merged into its weights", switch, False),
+        Key("base", "the base model id written into the adapter's config (an embedded model's path does not travel)"))
 
 
 class ExportError(UserError, ValueError):
-    """An export that cannot be made (no adapter, an occupied out folder, a bad argument); one line."""
+    """An export that cannot be made (an occupied out folder); one line."""
 
     what = "cannot export"
 
@@ -47,13 +51,11 @@ class Provenance:
     def of(cls, adapter: Path) -> Provenance:
         from omegaconf import OmegaConf
 
-        from aac.eval.run_protocol import RUN_CONFIG, find_run
-
-        run_dir = find_run(adapter)
-        run_cfg = OmegaConf.load(run_dir / RUN_CONFIG) if run_dir is not None else None
-        trainer = adapter.parent / "trainer.json"  # a training checkpoint's (aac/checkpoint.py)
+        run = saved_run(adapter)
+        run_cfg = OmegaConf.load(config_file(run)) if run is not None else None
+        trainer = adapter.parent / DONE  # a training checkpoint's
         step = json.loads(trainer.read_text()).get("step") if trainer.is_file() else None
-        return cls(adapter, run_dir, run_cfg, step)
+        return cls(adapter, run, run_cfg, step)
 
     def get(self, key: str, default: object = None) -> Any:
         from omegaconf import OmegaConf
@@ -82,7 +84,7 @@ def eval_numbers(prov: Provenance) -> list[str]:
     if prov.run_dir is None:
         return []
     rows = []
-    metrics = prov.run_dir / "metrics.jsonl"
+    metrics = prov.run_dir / METRICS
     if metrics.is_file():
         evals = [r for r in map(json.loads, metrics.read_text().splitlines()) if "eval/description_score" in r]
         if evals:
@@ -217,14 +219,9 @@ def _write_merged(adapter: Path, tmp: Path, dtype: str) -> None:
 
 def export(checkpoint: str, out: str, *, merge: bool = False, base: Optional[str] = None) -> Path:
     """Write the adapter of `checkpoint` (merged into its base with `merge`) and its card to `out`."""
-    from aac.eval.harness import EvalError, resolve_adapter
-    from aac.eval.run_protocol import RUN_CONFIG
     from aac.models import atomic_build
 
-    try:
-        adapter = resolve_adapter(checkpoint)
-    except EvalError as e:
-        raise ExportError(str(e)) from None
+    adapter = adapter_of(checkpoint)  # none, or a damaged checkpoint named: one line (CheckpointError)
     target = Path(out).expanduser()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ExportError(f"out={out} exists and is not an empty folder: give a new one")
@@ -239,7 +236,7 @@ def export(checkpoint: str, out: str, *, merge: bool = False, base: Optional[str
         else:
             _write_adapter(adapter, tmp, base)
         if prov.run_dir is not None:
-            shutil.copyfile(prov.run_dir / RUN_CONFIG, tmp / RUN_CONFIG_COPY)
+            shutil.copyfile(config_file(prov.run_dir), tmp / RUN_CONFIG_COPY)
         weights = base or adapter_base(adapter)
         (tmp / CARD).write_text(model_card(prov, merged=merge, base=weights), encoding="utf-8")
 
@@ -247,30 +244,14 @@ def export(checkpoint: str, out: str, *, merge: bool = False, base: Optional[str
     return target
 
 
-def parse_args(argv: list[str]) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in KEYS:
-            raise ExportError(f"{arg!r}: expected KEY=VALUE with KEY one of {', '.join(KEYS)}; {USAGE}")
-        args[key] = value
-    missing = [k for k in ("checkpoint", "out") if not args.get(k)]
-    if missing:
-        raise ExportError(f"missing {' and '.join(f'{k}=' for k in missing)}; {USAGE}")
-    merge = str(args.pop("merge", "false")).lower()
-    if merge not in ("true", "false"):
-        raise ExportError(f"merge={merge}: expected true or false")
-    return {**args, "merge": merge == "true"}
-
-
 @entry_point
 def main(argv: Optional[list[str]] = None) -> None:
     import logging
 
+    args = parse_keys(argv, KEYS, USAGE, doc=__doc__.split("\n\n")[0])
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    out = export(args.pop("checkpoint"), args.pop("out"), **args)
-    kind = "merged model" if args["merge"] else "peft adapter"
+    out = export(args.checkpoint, args.out, merge=args.merge, base=args.base)
+    kind = "merged model" if args.merge else "peft adapter"
     print(f"aac.export: {kind} and its model card in {out} ({out / CARD})")
 
 

@@ -1,4 +1,4 @@
-"""What a run asks of this machine's GPUs, checked before any piece starts (before Ray, before the data):
+"""What a run asks of this machine's GPUs (its CPU's speed is aac/cpu_speed.py's), checked before any piece starts (before Ray, before the data):
 a recipe that asks for GPUs where torch is a CPU build, where no NVIDIA driver is loaded, where the
 driver's CUDA is older than the installed wheels' (vLLM 0.32's are CUDA 13: driver R580 or newer), where
 torch cannot start CUDA, or where fewer GPUs are visible than the run asks for, stops in one line naming

@@ -14,26 +14,25 @@ from __future__ import annotations
 import json
 import logging
 import random
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
 import aac.checkpoint as checkpoint
-from aac.cli import run_hydra
+from aac.cli import ALIASES, output_dir, run_hydra
 from aac.config import ConfigError, validate
+from aac.run_dir import CHECKPOINTS, METRICS, SUMMARY, write_config
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from aac.traces import TraceTurn
+    from aac.env.replay import TraceTurn
 
 log = logging.getLogger("aac.sft")
 DEFAULT_RECIPE = "smollm2_cpu"
-ALIASES = {"data": "sft.data", "min_score": "sft.min_score", "epochs": "sft.epochs"}
 
 
 @dataclass
@@ -96,7 +95,7 @@ def sft(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                              identity.get("max_tokens_per_turn"), cfg.model.max_model_len)
     learner_cfg = cfg.learner if s.lr is None else OmegaConf.merge(cfg.learner, {"lr": s.lr})
     learner = build_learner(cfg, use_ray=False, learner=learner_cfg)
-    metrics_path = out_dir / "metrics.jsonl"
+    metrics_path = out_dir / METRICS
     step, t0, last = 0, time.perf_counter(), {}
     with open(metrics_path, "a") as f:
         for epoch in range(s.epochs):
@@ -108,41 +107,24 @@ def sft(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
                 f.write(json.dumps(last) + "\n")
                 f.flush()
                 log.info("step %d (epoch %d): nll %.4f over %d tokens", step, epoch, m["loss"], m["loss_tokens"])
-    path = checkpoint.save(out_dir / "checkpoints", step, learner=learner, keep=1, trainer_state={
+    path = checkpoint.save(out_dir / CHECKPOINTS, step, learner=learner, keep=1, trainer_state={
         "step": step, "kind": "sft", "data": run_dirs, "min_score": s.min_score, "samples": len(samples),
         **vars(summary)})
     result = {**last, "samples": len(samples), "episodes_kept": summary.kept, "adapter": str(path / "adapter")}
-    (out_dir / "summary.json").write_text(json.dumps(result, indent=1))
+    (out_dir / SUMMARY).write_text(json.dumps(result, indent=1))
     log.info("done: %d steps on %d samples; adapter %s", step, len(samples), path / "adapter")
     return result
 
 
 def task(cfg: DictConfig) -> dict[str, Any]:
-    from hydra.core.hydra_config import HydraConfig
-
     validate(cfg)
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(cfg)
+    write_config(out_dir, OmegaConf.to_yaml(cfg, resolve=True))  # what an eval of its checkpoint plays (aac/run_dir.py)
     return sft(cfg, out_dir)
 
 
-def rewrite_args(argv: list[str]) -> list[str]:
-    """The short forms (`data=`, `min_score=`, `epochs=`) as `sft.*` keys; a comma-separated run list
-    is quoted, or Hydra would read it as a sweep."""
-    out = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key in ALIASES:
-            key = ALIASES[key]
-        if sep and key == "sft.data" and "," in value and value[:1] not in "'\"":
-            value = f"'{value}'"
-        out.append(f"{key}={value}" if sep else arg)
-    return out
-
-
-def main() -> None:
-    sys.argv = [sys.argv[0], *rewrite_args(sys.argv[1:])]
-    run_hydra(task, "config", DEFAULT_RECIPE)
+def main(argv: Optional[list[str]] = None) -> None:
+    run_hydra(task, "config", DEFAULT_RECIPE, argv, aliases=ALIASES["aac.sft"])
 
 
 if __name__ == "__main__":

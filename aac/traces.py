@@ -1,9 +1,8 @@
 """Teacher traces for supervised fine-tuning: the actor turns of `aac.eval` runs as chat samples.
 
 An eval run (aac/eval/records.py) stores each episode's replies and call results, not the prompts.
-The prompts are rebuilt by replaying the replies through the protocol's own `Episode` with a caller
-that answers each input with the recorded result, so a trace's prompts are exactly what the actor
-saw (and what training shows it). An episode is kept when its judged description score is
+The prompts are rebuilt by replaying the replies through the protocol (aac/env/replay.py), so a trace's
+prompts are exactly what the actor saw (and what training shows it). An episode is kept when its judged description score is
 >= `min_score` (the release's warm-start kept the *worst* traces: its comparison was inverted).
 A teacher's run (`eval.teacher=answer_aware`, marked in run.json) loads the same way: the replay
 gives the ordinary prompts, without the privileged text the teacher saw, so the student learns the
@@ -20,10 +19,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from aac.env.instance import Instance
-from aac.env.protocol import Episode, ProtocolConfig
+from aac.env.protocol import ProtocolConfig
+from aac.env.replay import ReplayError, TraceTurn, replay
 from aac.errors import UserError
 from aac.eval.records import load_run
-from aac.sandbox.result import CallKind, CallResult
 
 if TYPE_CHECKING:
     from aac.config import EnvConfig
@@ -35,15 +34,6 @@ class TraceError(UserError, ValueError):
     """An eval run that cannot be turned into samples (one line)."""
 
     what = "cannot make traces"
-
-
-@dataclass(frozen=True)
-class TraceTurn:
-    """One actor turn: the chat it was prompted with and its reply."""
-
-    uid: str
-    messages: list[dict]
-    reply: str
 
 
 @dataclass
@@ -73,38 +63,6 @@ def keep_episode(score_record: dict | None, min_score: float) -> bool:
     """The filter: judged, and at least `min_score` (higher is better: 1-5)."""
     score = judged_score(score_record)
     return score is not None and score >= min_score
-
-
-def _recorded_caller(steps: list[dict]):
-    """A caller that returns the recorded results of the episode's calls, in order."""
-    calls = iter([s["call"] for s in steps if s.get("phase") == "input" and s.get("call") is not None])
-
-    def call(source: str, input_str: str, timeout_s: float) -> CallResult:
-        rec = next(calls, None)
-        if rec is None:
-            raise TraceError("the replay made more calls than the record holds")
-        error = rec.get("error")
-        kind = rec.get("kind") or (CallKind.OK if error is None else CallKind.RAISED)  # records before kinds
-        return CallResult(output=None, error=error, duration_s=rec.get("duration_s", 0.0),
-                          output_repr=rec.get("output_repr", "None"), normalized=None, kind=kind)
-
-    return call
-
-
-def replay(record: dict, instance: Instance, protocol: ProtocolConfig) -> list[TraceTurn]:
-    """The episode's turns with their prompts, rebuilt; TraceError when the replay diverges."""
-    steps = record.get("steps") or []
-    episode = Episode(instance, protocol, _recorded_caller(steps))
-    turns = []
-    for step in steps:
-        if episode.done:
-            raise TraceError(f"{record['uid']}: the replay ended before the record")
-        messages = episode.prompt()
-        got = episode.step(step["response"])
-        if got.phase.value != step["phase"] or got.parsed != step.get("parsed"):
-            raise TraceError(f"{record['uid']}: the replay diverged at turn {step['index']}")
-        turns.append(TraceTurn(record["uid"], messages, step["response"]))
-    return turns
 
 
 def run_protocol(identity: dict, env: EnvConfig) -> ProtocolConfig:
@@ -156,7 +114,7 @@ def load_turns(run_dirs: Iterable[str | Path], min_score: float, env: EnvConfig,
                 if instance is None:
                     raise TraceError(f"{record['uid']}: not in {identity['data']} ({identity['split']})")
                 episode_turns = replay(record, instance, protocol)
-            except TraceError as e:
+            except (TraceError, ReplayError) as e:
                 log.warning("skipping an episode: %s", e)
                 summary.not_replayed += 1
                 continue

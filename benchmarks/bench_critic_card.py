@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def check(out: Path, limit: int | None, *overrides: str) -> dict:
-    cmd = [sys.executable, "-m", "aac.critic.check", "--out", str(out), *(["--limit", str(limit)] if limit else []),
+    cmd = [sys.executable, "-m", "aac.critic.check", f"out={out}", *([f"limit={limit}"] if limit else []),
            "rollout.kv_cache_gb=1", *overrides]
     print("$", " ".join(cmd[1:]), flush=True)
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -60,8 +60,8 @@ def yes_after(steps: list[dict], returned: bool) -> float | None:
 
 def play(run: Path, tuned: bool, repeat: int, out: Path) -> None:
     """One sampled `aac.eval` of `run`'s checkpoint (or of its base under its protocol), resumable."""
+    from aac.cli import rewrite_aliases
     from aac.config import compose
-    from aac.eval.config import rewrite_aliases
     from aac.eval.harness import evaluate
 
     which = f"checkpoint={run}" if tuned else f"protocol_from={run}"
@@ -146,9 +146,9 @@ def main() -> None:
     from aac.critic.coverage import CoverageInformativeness
     from aac.datasets import load_instances
     from aac.env.protocol import sandbox_caller
-    from aac.eval.run_protocol import RUN_CONFIG
+    from aac.run_dir import config_file
 
-    data = OmegaConf.load(args.out / f"aac_seed{seeds[0]}" / RUN_CONFIG).env.data  # the eval's default data
+    data = OmegaConf.load(config_file(args.out / f"aac_seed{seeds[0]}")).env.data  # the eval's default data
     instances = {i.uid: i for i in load_instances(data, split="test")}
     coverage = CoverageInformativeness(sandbox_caller(None))
 

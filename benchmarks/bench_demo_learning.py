@@ -86,13 +86,8 @@ def run_one(job: tuple[list[str], Path, bool]) -> list[dict]:
             return m
 
     from bench_behaviour import train_and_read
-    from omegaconf import OmegaConf
 
-    from aac.eval.run_protocol import RUN_CONFIG
-
-    cfg = compose("+recipe=smollm2_cpu", *overrides)
-    (out / RUN_CONFIG).parent.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, out / RUN_CONFIG)  # as `python -m aac.train` saves it: `aac.eval checkpoint=` plays its protocol
+    cfg = compose("+recipe=smollm2_cpu", *overrides)  # the Trainer saves it in out (config.yaml, aac/run_dir.py)
     return train_and_read(Measured(cfg, out), out)
 
 

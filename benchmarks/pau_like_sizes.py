@@ -3,7 +3,7 @@
     python benchmarks/pau_like_sizes.py DIR   # DIR holds <source>.jsonl from `python -m aac.data.build`
 
 Rows are a function of (seed, task id), so per-source builds plus the split's fingerprint rule give
-the rows `python -m aac.prepare pau_like` writes (up to functions whose calls run near the time
+the rows `python -m aac.prepare datasets=pau_like` writes (up to functions whose calls run near the time
 limits). Prints the split sizes, the duplicates dropped, and checks that no train function's
 fingerprint is a test function's.
 """

@@ -9,7 +9,7 @@
 # - a CFS bandwidth quota of --cpus CPUs in all (a cgroup, v1 `cpu` or v2), over a 100 ms period: shorter
 #   periods throttle latency-bound work (the demo's decode) far more than its CPU time says.
 # --calibrate prints the sustained fp32 GFLOP/s per core of a 2-thread 1024x1024 matmul inside the quota (a
-# best-of-N timing, as aac/machine.py's, reads a throttled machine as fast: one matmul fits in a period).
+# best-of-N timing, as aac/cpu_speed.py's, reads a throttled machine as fast: one matmul fits in a period).
 # The default 0.58 CPUs (of a 2-core AVX-512 machine at 195-215 GFLOP/s per core) gave 27 GFLOP/s per core and a
 # demo step within the issue's ranges (benchmarks/RESULTS.md, "`make demo` on a slow machine"). Needs root.
 set -euo pipefail

@@ -8,9 +8,8 @@ import shlex
 import pytest
 
 from aac import sft
-from aac.cli import _rewrite_argv
+from aac.cli import ALIASES, _rewrite_argv, rewrite_aliases
 from aac.config import compose, resource_dir
-from aac.eval.config import rewrite_aliases
 
 JUDGE = ("eval.judge_engine=openai judge=meta-llama/Llama-3.1-70B-Instruct "
          "coder=Qwen/Qwen3-Coder-30B-A3B-Instruct rollout.openai.base_url=http://router:4000/v1")
@@ -31,7 +30,7 @@ def composed(module: str, argv: list[str]):
     if module == "aac.eval":
         return compose(*_rewrite_argv(rewrite_aliases(argv), None), config_name="eval_config")
     assert module == "aac.sft"
-    return compose(*_rewrite_argv(sft.rewrite_args(argv), sft.DEFAULT_RECIPE))
+    return compose(*_rewrite_argv(rewrite_aliases(argv, ALIASES["aac.sft"]), sft.DEFAULT_RECIPE))
 
 
 @pytest.mark.parametrize("recipe, teacher", [("distill", "none"), ("codearc_sft", "answer_aware")])
@@ -62,6 +61,7 @@ def test_codearc_sft_is_distill_with_the_answer_aware_teacher():
 
 
 def test_sft_takes_several_runs_in_one_data_argument():
-    assert sft.rewrite_args(["data=a,b", "min_score=3", "sft.data=c,d", "x=1"]) == [
+    short = ALIASES["aac.sft"]
+    assert rewrite_aliases(["data=a,b", "min_score=3", "sft.data=c,d", "x=1"], short) == [
         "sft.data='a,b'", "sft.min_score=3", "sft.data='c,d'", "x=1"]
-    assert compose(*sft.rewrite_args(["+recipe=tiny", "data=runs/a,runs/b"])).sft.data == "runs/a,runs/b"
+    assert compose(*rewrite_aliases(["+recipe=tiny", "data=runs/a,runs/b"], short)).sft.data == "runs/a,runs/b"

@@ -348,8 +348,7 @@ def humaneval_build(tmp_path_factory, run_module):
     out = tmp_path_factory.mktemp("he") / "he.jsonl"
     summary = out.with_name("summary.json")
     start = time.monotonic()
-    proc = run_module("aac.data.build", "--source", "humaneval", "--out", str(out), "--limit", "12",
-                      "--summary-json", str(summary))
+    proc = run_module("aac.data.build", "source=humaneval", f"out={out}", "limit=12", f"summary_json={summary}")
     assert proc.returncode == 0, proc.stderr
     return out, json.loads(summary.read_text()), proc.stdout, time.monotonic() - start
 
@@ -437,9 +436,9 @@ def test_built_rows_leave_unreached_helpers_out_of_code_and_coverage(tmp_path):
 
 
 def test_cli_reports_bad_sources_in_one_line(run_module, tmp_path):
-    proc = run_module("aac.data.build", "--source", "nope:x", "--out", str(tmp_path / "o.jsonl"))
+    proc = run_module("aac.data.build", "source=nope:x", f"out={tmp_path / 'o.jsonl'}")
     assert proc.returncode == 1 and proc.stderr.strip().startswith("aac: bad source: unknown source 'nope'")
-    proc = run_module("aac.data.build", "--source", "mbpp", "--out", str(tmp_path / "o.jsonl"))
+    proc = run_module("aac.data.build", "source=mbpp", f"out={tmp_path / 'o.jsonl'}")
     assert proc.returncode == 1 and "needs a file" in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()
 

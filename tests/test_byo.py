@@ -35,7 +35,7 @@ def guide(tmp_path_factory, run_module):
     """The guide's commands in order (5 of the package's functions, 1 step); returns what they wrote."""
     d = tmp_path_factory.mktemp("byo")
     data, run = d / "data", d / "run"
-    built = ok(run_module("aac.data.build", "--source", "module:fieldnotes", "--limit", "5", "--out", str(data),
+    built = ok(run_module("aac.data.build", "source=module:fieldnotes", "limit=5", f"out={data}",
                           env=ENV, timeout=120))
     ok(run_module("aac.train", *TRAIN, f"env.data={data}", f"out_dir={run}", env=ENV, timeout=120))
     ckpt = run / "checkpoints" / "step_000001"
@@ -123,24 +123,25 @@ def test_model_card_names_base_recipe_steps_data_eval_and_prompts(random_step, t
         assert phase in card
     assert "[system] You are studying a hidden Python function" in card
     assert "PeftModel.from_pretrained" in card and "--enable-lora --lora-modules aac=" in card
-    assert (out / "aac_config.yaml").read_text() == (random_step.parents[1] / ".hydra" / "config.yaml").read_text()
+    assert (out / "aac_config.yaml").read_text() == (random_step.parents[1] / "config.yaml").read_text()
 
 
 def test_export_refuses_in_one_line(random_step, tmp_path):
-    from aac.export import ExportError, export, main, parse_args
+    from aac.export import ExportError, export, main
+    from aac.run_dir import CheckpointError
 
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep")
     with pytest.raises(ExportError, match="exists and is not an empty folder"):
         export(str(random_step), str(tmp_path / "full"))
     assert (tmp_path / "full" / "x").read_text() == "keep"
-    with pytest.raises(ExportError, match="no peft adapter"):
+    with pytest.raises(CheckpointError, match="no peft adapter"):
         export(str(tmp_path), str(tmp_path / "y"))
-    with pytest.raises(ExportError, match="missing out="):
-        parse_args([f"checkpoint={random_step}"])
-    with pytest.raises(ExportError, match="merge=yes: expected true or false"):
-        parse_args([f"checkpoint={random_step}", "out=z", "merge=yes"])
-    with pytest.raises(SystemExit, match="^aac: cannot export: checkpoint=/nonexistent: no peft adapter[^\n]*$"):
+    with pytest.raises(SystemExit, match="^aac: usage: missing out=; usage: python -m aac.export"):
+        main([f"checkpoint={random_step}"])
+    with pytest.raises(SystemExit, match="^aac: usage: merge=yes: expected true or false$"):
+        main([f"checkpoint={random_step}", "out=z", "merge=yes"])
+    with pytest.raises(SystemExit, match="^aac: no checkpoint: /nonexistent: no peft adapter[^\n]*$"):
         main(["checkpoint=/nonexistent", f"out={tmp_path / 'z'}"])
 
 
@@ -189,13 +190,13 @@ def test_describe_refuses_unknown_targets_in_one_line(tmp_path):
 
 
 def test_both_checkpoint_forms_resolve_to_the_adapter(guide):
-    from aac.eval.harness import resolve_adapter
+    from aac.run_dir import adapter_of
 
     ckpt = guide["ckpt"]
-    assert resolve_adapter(str(ckpt)) == resolve_adapter(str(ckpt / "adapter")) == ckpt / "adapter"
+    assert adapter_of(str(ckpt)) == adapter_of(str(ckpt / "adapter")) == ckpt / "adapter"
     # a run dir: its newest intact checkpoint (step_000009 once random_step planted it)
     newest = max((guide["run"] / "checkpoints").glob("step_*"))
-    assert resolve_adapter(str(guide["run"])) == newest / "adapter"
+    assert adapter_of(str(guide["run"])) == newest / "adapter"
 
 
 def test_describe_without_a_checkpoint_plays_the_base_model(guide, tmp_path):

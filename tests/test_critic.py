@@ -456,7 +456,7 @@ def test_check_cli_runs_the_card_against_an_endpoint(flaky_endpoint, tmp_path, c
 
     url, hits = flaky_endpoint
     out = tmp_path / "card"
-    assert main(["--limit", "3", "--out", str(out), "critic.backend=openai", f"critic.openai.base_url={url}",
+    assert main(["limit=3", f"out={out}", "critic.backend=openai", f"critic.openai.base_url={url}",
                  "critic.openai.model=m"]) == 0
     card = json.loads((out / "card.json").read_text())
     assert card["critic"]["backend"] == "openai" and card["critic"]["base_url"] == url

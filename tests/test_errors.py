@@ -107,9 +107,9 @@ def test_every_other_entry_point_is_one_line(tmp_path, monkeypatch, files):
     empty = files["empty"]
     assert _exit_line(_hydra(monkeypatch, eval_main, f"data={empty}", "split=all", "engine=hf", f"out_dir={tmp_path / 'e'}")) \
         .startswith(f"aac: bad data: {empty}: no rows")
-    assert _exit_line(lambda: check.main(["--data", str(empty), "--split", "all", "+recipe=tiny"])).startswith(f"aac: bad data: {empty}")
-    assert _exit_line(lambda: compare.main([str(tmp_path)])).startswith("aac: bad run dir: ")
-    assert _exit_line(lambda: side_by_side.main([str(tmp_path / "no_run")])) \
+    assert _exit_line(lambda: check.main([f"data={empty}", "split=all", "+recipe=tiny"])).startswith(f"aac: bad data: {empty}")
+    assert _exit_line(lambda: compare.main([f"runs={tmp_path}"])).startswith("aac: bad run dir: ")
+    assert _exit_line(lambda: side_by_side.main([f"run={tmp_path / 'no_run'}"])) \
         .startswith(f"aac: config error: eval.protocol_from={tmp_path / 'no_run'}: no saved run config")
     assert _exit_line(_hydra(monkeypatch, aac.sft, f"data={tmp_path}", "+recipe=tiny", f"out_dir={tmp_path / 's'}")) \
         == f"aac: bad run dir: {tmp_path} is not an eval run directory (no episodes.jsonl)"

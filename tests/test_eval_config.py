@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from aac.cli import rewrite_aliases
 from aac.config import ConfigError, compose, resource_dir
-from aac.eval.config import rewrite_aliases
 
 RECIPES = sorted(p.stem for p in resource_dir("recipes").glob("*.yaml"))
 

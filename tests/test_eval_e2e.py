@@ -42,8 +42,8 @@ def lora_checkpoint(tmp_path_factory, smollm2_path):
 
 def _evaluate(*overrides: str) -> None:
     """The harness in this process: what `python -m aac.eval` runs, without a process start-up."""
+    from aac.cli import rewrite_aliases
     from aac.config import compose
-    from aac.eval.config import rewrite_aliases
     from aac.eval.harness import evaluate
 
     evaluate(compose(*rewrite_aliases([*SMALL, *overrides]), config_name="eval_config"))
@@ -88,7 +88,8 @@ def test_each_run_writes_episodes_scores_report_and_plot(runs):
 
 def test_compare_table(runs, run_module):
     out, dirs = runs
-    res = run_module("aac.eval.compare", *map(str, dirs.values()), "--out", str(out / "cmp"), timeout=120, env=ENV)
+    res = run_module("aac.eval.compare", f"runs={','.join(map(str, dirs.values()))}", f"out={out / 'cmp'}", timeout=120,
+                     env=ENV)
     assert res.returncode == 0, res.stderr
     assert "**MAX**" in res.stdout and "p (score)" in res.stdout
     result = json.loads((out / "cmp" / "compare.json").read_text())

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from test_eval_runner import PAU_ROWS, write_rows
 
+from aac.cli import rewrite_aliases
 from aac.config import ConfigError, compose
 from aac.eval import records
-from aac.eval.config import rewrite_aliases
-from aac.eval.harness import EvalError, evaluate
+from aac.eval.harness import evaluate
+from aac.run_dir import CheckpointError
 
 ACTOR = "Input: (4, 2)\nDecision: YES\nSummary: returns the quotient and remainder of arg0 by arg1"
 JUDGE = "Mostly right.\nRating: 4"
@@ -71,7 +72,7 @@ def test_in_context_mode_and_checkpoint_errors(tmp_path, endpoint):
     assert rep["queries_mean"] == 0 and rep["n_scored"] == 3 and rep["run"]["judge_model"] == "judge-llm"
     served = {("grader" in c["messages"][0]["content"], c["model"]) for c in CALLS}
     assert served == {(False, "served-actor"), (True, "judge-llm")}  # coder = the actor's model
-    with pytest.raises(EvalError, match="no peft adapter"):
+    with pytest.raises(CheckpointError, match="no peft adapter"):
         evaluate(_cfg(*base, f"checkpoint={tmp_path}", f"out_dir={tmp_path / 'x'}"))
 
 

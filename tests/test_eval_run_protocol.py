@@ -1,5 +1,5 @@
 """An eval of a training run's checkpoint plays the run's protocol (aac/eval/run_protocol.py): the keys
-come from the run's saved config (`OUT/.hydra/config.yaml`, written here as Hydra writes it) unless the
+come from the run's saved config (`OUT/config.yaml`, aac/run_dir.py; an older run's `.hydra/config.yaml`) unless the
 command line sets them, and a protocol set differently is warned about. The end-to-end case, a real
 `python -m aac.train` run evaluated through `make demo`'s closing step, is in tests/test_side_by_side.py."""
 
@@ -12,27 +12,21 @@ import shutil
 import pytest
 from omegaconf import OmegaConf
 
+from aac.cli import rewrite_aliases
 from aac.config import ConfigError, compose
-from aac.eval.config import rewrite_aliases
 from aac.eval.harness import evaluate
-from aac.eval.run_protocol import (
-    RUN_CONFIG,
-    apply_run_protocol,
-    find_run,
-    given_keys,
-    play_runs_protocol,
-    protocol_run,
-)
+from aac.eval.run_protocol import apply_run_protocol, given_keys, play_runs_protocol, protocol_run
+from aac.run_dir import CONFIG, OLD_CONFIG, saved_run
 
 STOPS = {"reasoning": ["\n"], "input": ["\n"], "reflect": ["Decision: YES", "Decision: NO"]}
 
 
-def _training_run(tmp_path, *overrides: str):
-    """A run folder as `python -m aac.train +recipe=smollm2_cpu` leaves it: the composed config, unresolved,
-    where Hydra saves it, and a checkpoint's adapter."""
+def _training_run(tmp_path, *overrides: str, config=CONFIG):
+    """A run folder as `python -m aac.train +recipe=smollm2_cpu` leaves it: the composed config where it saves it
+    (`config=OLD_CONFIG`: where Hydra saved it for runs before config.yaml), and a checkpoint's adapter."""
     run = tmp_path / "run"
-    (run / RUN_CONFIG).parent.mkdir(parents=True)
-    OmegaConf.save(compose("+recipe=smollm2_cpu", *overrides), run / RUN_CONFIG)
+    (run / config).parent.mkdir(parents=True)
+    OmegaConf.save(compose("+recipe=smollm2_cpu", *overrides), run / config)
     adapter = run / "checkpoints" / "step_000010" / "adapter"
     adapter.mkdir(parents=True)
     (adapter / "adapter_config.json").write_text(json.dumps({"r": 8}))
@@ -45,7 +39,7 @@ def _eval_cfg(*args: str):
 
 def test_a_checkpoint_of_a_run_takes_the_runs_protocol_unless_set(tmp_path, caplog):
     run, adapter = _training_run(tmp_path, "+rollout.max_tokens_per_phase.reflect=40")
-    assert find_run(adapter) == run and find_run(tmp_path) is None
+    assert saved_run(adapter) == run and saved_run(tmp_path) is None
     # docs/usage.md's form: model= and limit= given, nothing else: every protocol key comes from the run
     args = ["model=smollm2_135m", f"checkpoint={adapter}", "limit=8"]
     cfg, found = apply_run_protocol(_eval_cfg(*args), run, rewrite_aliases(args))
@@ -56,8 +50,9 @@ def test_a_checkpoint_of_a_run_takes_the_runs_protocol_unless_set(tmp_path, capl
     assert (cfg.rollout.lora_mode, cfg.model.max_model_len, e.judge_scoring) == ("merged", 2048, "logprob")
     assert (e.max_calls, e.history_window, e.limit) == (25, 10, 8)  # the eval's own setting stays
     assert not found.differs and "prompt_style=compact" in found.line()
-    # the prompt layout too: a run trained under shared_first is evaluated under it
-    shared, _ = _training_run(tmp_path / "shared", "env.prompt_layout=shared_first")
+    # the prompt layout too: a run trained under shared_first is evaluated under it (an older run: .hydra/'s config)
+    shared, _ = _training_run(tmp_path / "shared", "env.prompt_layout=shared_first", config=OLD_CONFIG)
+    assert saved_run(shared / "adapters" / "v000003") == shared
     assert apply_run_protocol(_eval_cfg(*args), shared, rewrite_aliases(args))[0].env.prompt_layout == "shared_first"
     # without the run: the paper's protocol of the plain eval config
     plain = _eval_cfg(*args)
@@ -87,14 +82,14 @@ def test_given_keys_and_where_the_run_is_found(tmp_path):
         protocol_run(str(tmp_path), None)
     # an SFT run's traces were played in its eval setting: that is the protocol taken
     sft_run = tmp_path / "sft"
-    (sft_run / RUN_CONFIG).parent.mkdir(parents=True)
-    OmegaConf.save(compose("+recipe=smollm2_cpu", "sft.data=runs/x", "eval.max_tokens_per_turn=77"), sft_run / RUN_CONFIG)
+    sft_run.mkdir()
+    OmegaConf.save(compose("+recipe=smollm2_cpu", "sft.data=runs/x", "eval.max_tokens_per_turn=77"), sft_run / CONFIG)
     cfg, _ = apply_run_protocol(_eval_cfg(), sft_run, [])
     assert cfg.eval.max_tokens_per_turn == 77 and "reflect" not in cfg.eval.max_tokens_per_phase
 
 
 def test_a_checkpoint_outside_a_saved_run_plays_the_evals_protocol_with_a_warning(tmp_path, caplog):
-    """A bare adapter folder (no OUT/.hydra/config.yaml above it) keeps the eval's config, and says so."""
+    """A bare adapter folder (no OUT/config.yaml above it) keeps the eval's config, and says so."""
     adapter = tmp_path / "bare" / "adapter"
     adapter.mkdir(parents=True)
     cfg = _eval_cfg()
@@ -111,11 +106,11 @@ def test_a_checkpoint_outside_a_saved_run_plays_the_evals_protocol_with_a_warnin
 def test_the_harness_plays_the_runs_protocol(tmp_path, tiny_model_path, make_random_lora, caplog):
     """`evaluate` on a tiny run's checkpoint: episodes played in its compact prompts with its caps and stops."""
     run = tmp_path / "tinyrun"
-    (run / RUN_CONFIG).parent.mkdir(parents=True)
+    run.mkdir()
     OmegaConf.save(compose("+recipe=tiny", "env.prompt_style=compact", "env.answer_cues=true",
                            "+rollout.max_tokens_per_phase.reasoning=5", "+rollout.max_tokens_per_phase.input=6",
                            "rollout.max_tokens_per_turn=7"),
-                   run / RUN_CONFIG)
+                   run / CONFIG)
     step = run / "checkpoints" / "step_000001"
     step.mkdir(parents=True)
     shutil.copytree(make_random_lora(tiny_model_path, 0), step / "adapter")

@@ -126,7 +126,7 @@ def test_compare_table_pvalues_and_max(tmp_path, capsys):
     (p,) = res["pvalues"]
     assert (p["a"], p["b"]) == ("good", "bad") and p["score_p"] < 0.05 and p["code_match_p"] < 0.05
     assert res["max"]["description_score"]["mean"] == pytest.approx(np.mean([5, 4, 5, 4, 3, 5]))
-    compare_main([str(good), str(bad), "--out", str(tmp_path / "cmp"), "--resamples", "500"])
+    compare_main([f"runs={good},{bad}", f"out={tmp_path / 'cmp'}", "resamples=500"])
     out = capsys.readouterr().out
     assert "| good | interactive | 4.33" in out and "**MAX**" in out and "| good | bad |" in out
     assert {"compare.md", "compare.json", records.PLOT} <= {f.name for f in (tmp_path / "cmp").iterdir()}
@@ -135,7 +135,7 @@ def test_compare_table_pvalues_and_max(tmp_path, capsys):
 def test_compare_needs_common_instances(tmp_path):
     a = make_run(tmp_path / "a", "a", [1], [0.0])
     with pytest.raises(SystemExit, match="not an eval run"):
-        compare_main([str(a), str(tmp_path)])
+        compare_main([f"runs={a},{tmp_path}"])
 
 
 def test_report_of_unscored_run_is_strict_json(tmp_path):

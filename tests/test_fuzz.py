@@ -71,7 +71,7 @@ def test_the_builder_writes_a_valid_file_or_nothing(tmp_path, source_lines):
     src = _file(tmp_path, "\n".join(source_lines).encode("utf-8", "surrogateescape"))
     out = src.with_name("built.jsonl")
     try:
-        code = main(["--source", f"jsonl:{src}", "--out", str(out)])
+        code = main([f"source=jsonl:{src}", f"out={out}"])
     except SystemExit as e:
         code = e.code
     if code == 0:

@@ -99,7 +99,7 @@ EVAL = ("+recipe=tiny", "data=builtin:humaneval", "split=test", "limit=2", "eval
 
 
 def _eval_cfg(out, *extra):
-    from aac.eval.config import rewrite_aliases
+    from aac.cli import rewrite_aliases
 
     return compose(*rewrite_aliases([*EVAL, f"out_dir={out}", *extra]), config_name="eval_config")
 

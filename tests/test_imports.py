@@ -96,6 +96,11 @@ def test_no_cycle_between_packages_of_aac():
     for low in ("engines", "sandbox"):
         assert not rooms.get(low, set()) & {"rollout", "critic", "rewards", "learner", "train", "eval", "env"}
     assert "learner" not in rooms.get("rollout", set()) and "env" not in rooms.get("learner", set())
+    # training sits below the commands built on it: SFT's traces, the entries, the user-facing tools (the replay of
+    # recorded calls that both the episode log and SFT use lives in env: aac/env/replay.py)
+    assert not rooms.get("training", set()) & {"traces", "sft", "train", "describe", "export", "view", "preflight"}
+    # the run folder's module and the command-line front door load no torch, Hydra or engine (aac.view opens fast)
+    assert rooms.get("run_dir", set()) <= {"errors"}
 
 
 def test_no_file_cycle_inside_a_package():

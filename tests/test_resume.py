@@ -14,6 +14,7 @@ from aac import checkpoint
 from aac.config import compose
 from aac.errors import entry_point
 from aac.metrics import read
+from aac.run_dir import CheckpointDamaged, adapter_of, damage
 from aac.train import main, train
 
 STEPS = 3
@@ -63,7 +64,7 @@ def test_resume_true_restores_the_runs_own_recipe_and_continues_exactly(tmp_path
     restored = (run / "config.yaml").read_text()
     assert "recipe_name: tiny" in restored and f"max_steps: {STEPS}" in restored
     assert f"name: {saved.model.name}" in restored  # the tiny model, not the default recipe's
-    assert (run / ".hydra" / "config.yaml").read_text() == restored  # what an eval of the run reads
+    assert not (run / ".hydra").exists()  # the one saved config: what an eval of the run reads too (aac/run_dir.py)
 
     # a key a resumed run keeps, set differently: one line, nothing written
     before = _files(run)
@@ -72,7 +73,7 @@ def test_resume_true_restores_the_runs_own_recipe_and_continues_exactly(tmp_path
     assert str(e.value.code).startswith(f"aac: cannot resume: {run / 'config.yaml'}: rollout.group_size=3 differs "
                                         "from the run's 2;")
     assert "\n" not in str(e.value.code)
-    after = _files(run)  # nothing changed, Hydra's .hydra/ copy included, but the log it appends to
+    after = _files(run)  # nothing changed but the log it appends to
     assert {f: n for f, n in after.items() if not f.endswith(".log")} == \
         {f: n for f, n in before.items() if not f.endswith(".log")}
     # in code (no command line) every key counts as set
@@ -111,7 +112,7 @@ def test_a_damaged_newest_checkpoint_falls_back_and_none_intact_is_one_line(tmp_
     assert warned == [f"resume: checkpoint damaged (step_{STEPS:06d}: learner.pt: {whole // 2} bytes, the manifest "
                       f"says {whole}); resuming from step_{STEPS - 1:06d}"]
     assert _same(read(run / "metrics.jsonl")) == _same(read(reference / "metrics.jsonl"))  # step 3 again, exactly
-    assert checkpoint.damage(newest) is None  # rewritten whole
+    assert damage(newest) is None  # rewritten whole
 
     # every checkpoint damaged: one line, exit non-zero, every file still there
     for ckpt in root.glob("step_*"):
@@ -138,22 +139,22 @@ def test_retention_keeps_the_one_before_the_newest(tmp_path):
 
 
 def test_eval_takes_the_newest_intact_checkpoint_and_refuses_a_damaged_one_named(tmp_path, reference, caplog):
-    from aac.eval.harness import EvalError, resolve_adapter
-
+    """`checkpoint=` of aac.eval, aac.describe and aac.export (`aac.run_dir.adapter_of`)."""
     run = tmp_path / "run"
     shutil.copytree(reference, run)
     root = run / "checkpoints"
     newest = root / f"step_{STEPS:06d}"
     weights = next((newest / "adapter").glob("adapter_model.*"))
     weights.write_bytes(weights.read_bytes()[:100])  # truncated
-    with caplog.at_level("WARNING", logger="aac.eval"):
-        assert resolve_adapter(str(run)) == root / f"step_{STEPS - 1:06d}" / "adapter"
+    with caplog.at_level("WARNING", logger="aac.run_dir"):
+        assert adapter_of(str(run)) == root / f"step_{STEPS - 1:06d}" / "adapter"
     assert [r.getMessage() for r in caplog.records if "skipped damaged" in r.getMessage()] == [
-        f"checkpoint={run}: skipped damaged checkpoint(s): step_{STEPS:06d}: adapter/{weights.name}: 100 bytes, "
-        f"the manifest says {(root / f'step_{STEPS - 1:06d}' / 'adapter' / weights.name).stat().st_size}"]
-    with pytest.raises(EvalError, match=f"checkpoint={newest}: damaged checkpoint: adapter/{weights.name}: 100 bytes"):
-        resolve_adapter(str(newest))
+        f"{run}: skipped damaged checkpoint(s): step_{STEPS:06d}: adapter/{weights.name}: 100 bytes, "
+        f"the manifest says {(root / f'step_{STEPS - 1:06d}' / 'adapter' / weights.name).stat().st_size}; "
+        f"using step_{STEPS - 1:06d}"]
+    with pytest.raises(CheckpointDamaged, match=f"^{newest}: adapter/{weights.name}: 100 bytes"):
+        adapter_of(str(newest))
     for ckpt in root.glob("step_*"):
         (ckpt / "trainer.json").write_text("{")
-    with pytest.raises(EvalError, match="no intact checkpoint in"):
-        resolve_adapter(str(run))
+    with pytest.raises(CheckpointDamaged, match=f"^{root}: no intact checkpoint"):
+        adapter_of(str(run))

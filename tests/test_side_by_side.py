@@ -1,5 +1,5 @@
 """`make demo`'s commands, read from the Makefile, on the tiny recipe: a real `python -m aac.train` run (its
-config saved where Hydra saves it), then `aac.eval.side_by_side`: the tuned adapter and the base model
+config saved in the run folder, aac/run_dir.py), then `aac.eval.side_by_side`: the tuned adapter and the base model
 evaluated under that run's protocol on the same held-out functions, compared pair by pair, and the
 closing table printed."""
 

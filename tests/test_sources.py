@@ -227,14 +227,13 @@ def test_module_targets_that_name_nothing_are_one_line_errors(package, target, m
 def test_cli_splits_a_folder_by_task_id_and_fails_on_an_empty_build(package, run_module, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "rows"
-    proc = run_module("aac.data.build", "--source", "module:acme_tools", "--out", str(out), "--test-fraction", "0.3",
-                      env=env)
+    proc = run_module("aac.data.build", "source=module:acme_tools", f"out={out}", "test_fraction=0.3", env=env)
     assert proc.returncode == 0, proc.stderr
     assert "dropped    1: network import (urllib)" in proc.stdout and f"wrote 2 train and 1 test rows to {out}/" in proc.stdout
     ids = {split: [json.loads(line)["task_id"] for line in (out / f"{split}.jsonl").open()] for split in ("train", "test")}
     assert set(ids["train"]) | set(ids["test"]) == KEPT and not set(ids["train"]) & set(ids["test"])
     # nothing kept: a failure naming why, and no file
-    proc = run_module("aac.data.build", "--source", "module:acme_tools.net", "--out", str(tmp_path / "none.jsonl"), env=env)
+    proc = run_module("aac.data.build", "source=module:acme_tools.net", f"out={tmp_path / 'none.jsonl'}", env=env)
     assert proc.returncode == 1 and not (tmp_path / "none.jsonl").exists()
     assert proc.stderr.strip().splitlines() == [
         "aac: bad source: module:acme_tools.net: kept no row of 3 read (dropped: 1 network import (urllib), 1 imports a module that "
@@ -460,9 +459,9 @@ def test_a_single_file_is_refused_unless_the_split_is_all(built, tmp_path):
         HeldOutEval(compose(*knowingly), run=None)
     HeldOutEval(compose(*knowingly, "eval.split=all"), run=None)
     # aac.eval refuses in one line, before any engine starts
+    from aac.cli import rewrite_aliases
     from aac.errors import entry_point
     from aac.eval.__main__ import task
-    from aac.eval.config import rewrite_aliases
 
     with pytest.raises(SystemExit, match=f"^aac: bad data: {tmp_path / 'rows.jsonl'}: one file has no train/test split"):
         entry_point(task)(compose(*rewrite_aliases([f"data={tmp_path / 'rows.jsonl'}", f"out_dir={tmp_path / 'run'}", "engine=hf"]),

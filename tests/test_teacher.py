@@ -11,13 +11,13 @@ from test_eval_runner import PAU_ROWS, ScriptedEngine, specs, write_rows
 from test_gold_leak import gold_fragments, is_privileged, leaked
 from test_instance import make_instance
 
+from aac.cli import rewrite_aliases
 from aac.config import compose
 from aac.env import prompts
 from aac.env.instance import load_instances
 from aac.env.protocol import Episode
 from aac.env.teacher import NO_DESCRIPTION, answer_aware, plain, teacher_prompts
 from aac.eval import records
-from aac.eval.config import rewrite_aliases
 from aac.eval.harness import evaluate
 from aac.eval.runner import ActorSpec, run_in_context
 from aac.traces import load_turns
@@ -117,11 +117,12 @@ def test_teacher_traces_are_marked_and_train_the_student_on_its_own_view(runs):
 def test_aac_sft_trains_on_teacher_and_endpoint_traces(runs, tmp_path):
     """The chain runs: both runs' traces -> aac.sft (tiny student) -> a falling NLL and a checkpoint
     that names the teachers it learned from."""
-    from aac.sft import rewrite_args, sft
+    from aac.cli import ALIASES, rewrite_aliases
+    from aac.sft import sft
 
     out, _ = runs
-    cfg = compose(*rewrite_args(["+recipe=tiny", f"data={out['answer_aware'][0]},{out['none'][0]}", "epochs=2",
-                                 "sft.lr=1e-2", "sft.batch_turns=6"]))
+    cfg = compose(*rewrite_aliases(["+recipe=tiny", f"data={out['answer_aware'][0]},{out['none'][0]}", "epochs=2",
+                                    "sft.lr=1e-2", "sft.batch_turns=6"], ALIASES["aac.sft"]))
     result = sft(cfg, tmp_path)
     nll = [r["losses/sft_nll"] for r in records.read_jsonl(tmp_path / "metrics.jsonl")]
     assert result["samples"] == 2 * 3 * len(PAU_ROWS) and len(nll) == 6 and nll[-1] < nll[0]

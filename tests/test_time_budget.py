@@ -9,7 +9,7 @@ import json
 import pytest
 
 from aac.config import ConfigError, compose
-from aac.machine import per_core_gflops
+from aac.cpu_speed import per_core_gflops
 from aac.metrics import read
 from aac.train import train
 from aac.training import Trainer

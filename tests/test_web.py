@@ -439,7 +439,7 @@ def test_critic_check_runs_on_the_web_domain(flaky_endpoint, tmp_path):
 
     url, _ = flaky_endpoint
     out = tmp_path / "card"
-    assert main(["--limit", "3", "--out", str(out), "env.domain=web", "critic.backend=openai",
+    assert main(["limit=3", f"out={out}", "env.domain=web", "critic.backend=openai",
                  f"critic.openai.base_url={url}", "critic.openai.model=m"]) == 0
     card = json.loads((out / "card.json").read_text())
     assert card["critic"]["data"] == "builtin:web" and card["instances"] == 3

@@ -6,8 +6,8 @@ overrides are the training ones:
     python -m aac.critic.check                                   # the embedded critic (SmolLM2, vllm)
     python -m aac.critic.check critic.scoring=logprob
     python -m aac.critic.check critic.backend=openai critic.openai.base_url=http://127.0.0.1:8000/v1 \\
-        critic.openai.model=NAME critic.scoring=logprob --out runs/critic_card/NAME
-    python -m aac.critic.check --data path/to/test.jsonl --limit 50 critic.backend=hf
+        critic.openai.model=NAME critic.scoring=logprob out=runs/critic_card/NAME
+    python -m aac.critic.check data=path/to/test.jsonl limit=50 critic.backend=hf
     python -m aac.critic.check env.domain=web                  # another domain's built-in set
 
 Writes OUT/card.json and OUT/card.png and prints the headline; train with critic.card=OUT/card.json.
@@ -15,11 +15,16 @@ Writes OUT/card.json and OUT/card.png and prints the headline; train with critic
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Optional
 
+from aac.cli import Key, count, parse_keys
 from aac.errors import entry_point
+
+KEYS = (Key("data", "dataset spec, as env.data (default: env.data, the domain's built-in set: builtin:humaneval for pau)"),
+        Key("split", "the split of data", default="test"), Key("limit", "first N functions (default: all)", count),
+        Key("out", "output folder (default runs/critic_card/MODEL-BACKEND-SCORING)"))
+USAGE = "usage: python -m aac.critic.check [data=SPEC] [split=test] [limit=N] [out=DIR] [CONFIG_KEY=VALUE ...]"
 
 
 def critic_about(cfg, data: str, split: str) -> dict:
@@ -35,15 +40,8 @@ def critic_about(cfg, data: str, split: str) -> dict:
 
 @entry_point
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m aac.critic.check", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="dataset spec, as env.data (default: env.data, the domain's "
-                                                 "built-in set: builtin:humaneval for pau)")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--limit", type=int, default=None, help="first N functions (default: all)")
-    ap.add_argument("--out", default=None, help="output folder (default runs/critic_card/MODEL-BACKEND-SCORING)")
-    ap.add_argument("overrides", nargs="*", help="config overrides as in training (critic.*, model.*, rollout.*)")
-    args = ap.parse_args(argv)
+    # the other KEY=VALUEs are config overrides as in training (critic.*, model.*, rollout.*)
+    args = parse_keys(argv, KEYS, USAGE, doc=__doc__, overrides=True)
 
     from aac.cli import compose_argv
     from aac.config import ConfigError

@@ -1,27 +1,27 @@
 """The data builder's command line (the builders: aac/data/pau.py; the sources reference: docs/sources.md).
 
-    python -m aac.data.build --source humaneval --out he.jsonl [--limit N] [--seed S]
-    python -m aac.data.build --source mbpp:PATH/sanitized-mbpp.json --out mbpp.jsonl
-    python -m aac.data.build --source cruxeval:PATH/cruxeval.jsonl --out crux.jsonl
-    python -m aac.data.build --source jsonl:PATH --out mine.jsonl  # {code, entry_point, inputs?, description?}
-    python -m aac.data.build --source module:PKG[.SUB] --out DIR   # DIR/train.jsonl, DIR/test.jsonl
-    python -m aac.data.build --source openapi:SPEC --out svc.jsonl [--scaffold DIR]  # a web-domain service
-    python -m aac.data.build --source web:DIR --out DIR2           # from service files (aac/data/web.py)
-    python -m aac.data.build --verify FILE.jsonl                    # re-run every stored example
+    python -m aac.data.build source=humaneval out=he.jsonl [limit=N] [seed=S]
+    python -m aac.data.build source=mbpp:PATH/sanitized-mbpp.json out=mbpp.jsonl
+    python -m aac.data.build source=cruxeval:PATH/cruxeval.jsonl out=crux.jsonl
+    python -m aac.data.build source=jsonl:PATH out=mine.jsonl  # {code, entry_point, inputs?, description?}
+    python -m aac.data.build source=module:PKG[.SUB] out=DIR   # DIR/train.jsonl, DIR/test.jsonl
+    python -m aac.data.build source=openapi:SPEC out=svc.jsonl [scaffold=DIR]  # a web-domain service
+    python -m aac.data.build source=web:DIR out=DIR2           # from service files (aac/data/web.py)
+    python -m aac.data.build verify=FILE.jsonl                  # re-run every stored example
 
-`--out DIR` (a path without a .jsonl/.parquet suffix) splits the rows by task id (seeded by --seed;
---test-fraction of them, at least one, go to test.jsonl); `--out FILE` writes them all, for
+`out=DIR` (a path without a .jsonl/.parquet suffix) splits the rows by task id (seeded by seed=;
+test_fraction= of them, at least one, go to test.jsonl); `out=FILE` writes them all, for
 `env.split=all`. A build that keeps no row writes nothing and fails.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from aac.cli import Key, UsageError, count, parse_keys
 from aac.data.pau import BuildConfig, build, verify
 from aac.data.sources import SourceError
 from aac.data.splits import TEST_FRACTION, split_instances
@@ -35,17 +35,17 @@ FILE_SUFFIXES = (".jsonl", ".parquet")
 
 def rows_from_source(spec: str, *, limit: int | None = None, sample: int | None = None, seed: int = 0,
                      scaffold: str | None = None) -> tuple[list[Instance], BuildSummary]:
-    """The rows one `--source` spec builds (as Instances: `aac.env.rows.to_row` gives the written
+    """The rows one `source=` spec builds (as Instances: `aac.env.rows.to_row` gives the written
     dicts) and the build's summary (what was dropped, by reason). `module:PKG.func` builds one
     function, `openapi:SPEC` one web-domain service (`scaffold`: a folder for its service file),
     `web:DIR` one per service file; docs/sources.md lists every spec. SourceError or ValueError
     (one line) for a spec that names nothing."""
     kind = spec.partition(":")[0]
     if scaffold is not None and kind != "openapi":
-        raise SourceError(f"--scaffold writes the service of an openapi: source, not of {kind}:")
+        raise SourceError(f"scaffold= writes the service of an openapi: source, not of {kind}:")
     if kind in ("openapi", "web"):
         if sample is not None:
-            raise SourceError(f"--sample applies to function sources, not to {kind}:")
+            raise SourceError(f"sample= applies to function sources, not to {kind}:")
         if kind == "web":
             from aac.data.web import build_folder
 
@@ -71,7 +71,7 @@ def write_rows(out: str, instances: list[Instance], summary: BuildSummary, *, se
     splits = split_instances(instances, seed, test_fraction)
     if not splits["train"]:
         raise SourceError(f"{out}: {len(instances)} row(s) kept, too few to split into train and test; "
-                          "write --out FILE.jsonl and train with env.split=all, or build more rows (functions, specs or service files)")
+                          "write out=FILE.jsonl and train with env.split=all, or build more rows (functions, specs or service files)")
     for split, rows in splits.items():
         write_instances(Path(out) / f"{split}.jsonl", rows)
     print(summary.text())
@@ -79,53 +79,51 @@ def write_rows(out: str, instances: list[Instance], summary: BuildSummary, *, se
 
 
 def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: a fraction between 0 and 1 (exclusive)")
-    return value
+    if not 0 < float(text) < 1:
+        raise ValueError("a fraction between 0 and 1 (exclusive)")
+    return float(text)
+
+
+USAGE = "usage: python -m aac.data.build source=SPEC out=DIR|FILE.jsonl [KEY=VALUE ...] | verify=FILE"
+KEYS = (Key("source", "humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH | module:PKG[.SUB][.func] | "
+                      "openapi:SPEC_OR_FOLDER | web:FOLDER"),
+        Key("out", "a folder (train.jsonl + test.jsonl) or one .jsonl/.parquet file (PAU schema + task_id, source, "
+                   "domain)"),
+        Key("test_fraction", "share of the rows out=DIR puts in test.jsonl", _fraction, TEST_FRACTION),
+        Key("scaffold", "openapi: also write the generated service file(s) to this folder, to edit and build again "
+                        "with source=web:DIR"),
+        Key("limit", "read only the first N source rows (web, openapi: service files)", count),
+        Key("sample", "build a seeded random sample of N of the source's functions", count),
+        Key("seed", "seeds the split, the sample and the input search", int, 0),
+        Key("summary_json", "also write the build's summary to this file"),
+        Key("describe_with", "KIND:MODEL: an engine that writes the descriptions a source lacks (CRUXEval), e.g. "
+                             "hf:smollm2_135m"),
+        Key("verify", "re-run every stored example of a built FILE and exit"))
 
 
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aac.data.build", description=__doc__.split("\n\n")[0])
-    p.add_argument("--source", help="humaneval[:PATH] | mbpp:PATH | cruxeval:PATH | jsonl:PATH | "
-                                    "module:PKG[.SUB][.func] | openapi:SPEC_OR_FOLDER | web:FOLDER")
-    p.add_argument("--out", help="a folder (train.jsonl + test.jsonl) or one .jsonl/.parquet file "
-                                 "(PAU schema + task_id, source, domain)")
-    p.add_argument("--test-fraction", type=_fraction, default=TEST_FRACTION,
-                   help=f"share of the rows --out DIR puts in test.jsonl (default {TEST_FRACTION})")
-    p.add_argument("--scaffold", metavar="DIR", help="openapi: also write the generated service file(s) here, "
-                                                     "to edit and build again with --source web:DIR")
-    p.add_argument("--limit", type=int, help="read only the first N source rows (web, openapi: service files)")
-    p.add_argument("--sample", type=int, help="build a seeded random sample of N of the source's functions")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--summary-json", help="also write the summary here")
-    p.add_argument("--describe-with", metavar="KIND:MODEL",
-                   help="an engine that writes the descriptions a source lacks (CRUXEval), e.g. hf:smollm2_135m")
-    p.add_argument("--verify", metavar="FILE", help="re-run every stored example of a built FILE and exit")
-    a = p.parse_args(argv)
+    a = parse_keys(argv, KEYS, USAGE, doc=__doc__.split("\n\n")[0])
+    if a.verify:
+        result = verify(a.verify)
+        bad = result["rows_not_reproduced"]
+        print(f"{a.verify}: {result['rows']} rows, {result['examples']} examples re-run, "
+              f"{len(bad)} rows not reproduced {bad[:10]}")
+        return 1 if bad else 0
+    if not a.source or not a.out:
+        raise UsageError(f"source= and out= are required (or verify=FILE); {USAGE}")
+    if Path(a.out).suffix and Path(a.out).suffix.lower() not in FILE_SUFFIXES:
+        raise UsageError(f"out={a.out}: use a folder, or a .jsonl or .parquet file")
     try:
-        if a.verify:
-            result = verify(a.verify)
-            bad = result["rows_not_reproduced"]
-            print(f"{a.verify}: {result['rows']} rows, {result['examples']} examples re-run, "
-                  f"{len(bad)} rows not reproduced {bad[:10]}")
-            return 1 if bad else 0
-        if not a.source or not a.out:
-            p.error("--source and --out are required (or --verify FILE)")
-        if a.limit is not None and a.limit < 1:
-            p.error("--limit must be >= 1")
-        if Path(a.out).suffix and Path(a.out).suffix.lower() not in FILE_SUFFIXES:
-            p.error(f"--out {a.out}: use a folder, or a .jsonl or .parquet file")
-        describe = None
+        write_descriptions = None
         if a.describe_with:
-            from aac.data.describe import make_describer
+            from aac.data.llm_descriptions import description_writer
 
-            describe = make_describer(a.describe_with)
+            write_descriptions = description_writer(a.describe_with)
         instances, summary = rows_from_source(a.source, limit=a.limit, sample=a.sample, seed=a.seed,
                                               scaffold=a.scaffold)
-        if describe is not None and instances:
-            instances = describe(instances)
+        if write_descriptions is not None and instances:
+            instances = write_descriptions(instances)
         write_rows(a.out, instances, summary, seed=a.seed, test_fraction=a.test_fraction)
         if a.summary_json:
             record = {**summary.as_dict(), "limit": a.limit, "sample": a.sample, "config": asdict(BuildConfig(seed=a.seed))}

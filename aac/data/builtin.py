@@ -72,9 +72,9 @@ BUILTINS: dict[str, str | SourceSplit | DomainBuilder] = {
 }
 
 
-def builtin_path(name: str, split: str, describe=None) -> Path:
-    """$AAC_HOME/data/<name>/<split>.jsonl, built (once, atomically) if missing; `describe` (see
-    aac.data.describe) fills the empty descriptions of a new build."""
+def builtin_path(name: str, split: str, write_descriptions=None) -> Path:
+    """$AAC_HOME/data/<name>/<split>.jsonl, built (once, atomically) if missing; `write_descriptions` (see
+    aac.data.llm_descriptions) fills the empty descriptions of a new build."""
     if name not in BUILTINS:
         raise ValueError(f"unknown builtin dataset {name!r} (available: {', '.join(BUILTINS)})")
     if split not in SPLITS:
@@ -85,7 +85,7 @@ def builtin_path(name: str, split: str, describe=None) -> Path:
         with open(folder.parent / f".{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others find it built
             if not _is_current(folder, _version(name)):
-                _build_builtin(name, folder, describe)
+                _build_builtin(name, folder, write_descriptions)
             elif not _has_mutants(name, folder):
                 _add_mutants(name, folder)
     return folder / f"{split}.jsonl"
@@ -160,7 +160,7 @@ def build_split(recipe: SourceSplit, cfg: BuildConfig = BuildConfig()) -> tuple[
     return rows, summaries
 
 
-def _build_builtin(name: str, folder: Path, describe=None) -> None:
+def _build_builtin(name: str, folder: Path, write_descriptions=None) -> None:
     log.info("building the builtin dataset %r into %s (once)", name, folder)
     recipe = BUILTINS[name]
     if isinstance(recipe, DomainBuilder):
@@ -176,8 +176,8 @@ def _build_builtin(name: str, folder: Path, describe=None) -> None:
         meta = {"seed": 0, "test_fraction": TEST_FRACTION, **summary.as_dict()}
     for summary in summaries:
         log.info("%s", summary.text())
-    if describe is not None:
-        splits = {split: describe(rows) for split, rows in splits.items()}
+    if write_descriptions is not None:
+        splits = {split: write_descriptions(rows) for split, rows in splits.items()}
     meta["sizes"] = {split: len(rows) for split, rows in splits.items()}
     if not isinstance(recipe, DomainBuilder):
         meta["mutants"] = mutants_summary([r for rows in splits.values() for r in rows])

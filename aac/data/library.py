@@ -1,6 +1,6 @@
 """The `library` builder: real library functions under the unseen name `test_func`, as PAU rows.
 
-    python -m aac.data.library --out DIR [--modules math,numpy] [--seed S]   # DIR/{train,test}.jsonl, meta.json
+    python -m aac.data.library out=DIR [modules=math,numpy] [seed=S]   # DIR/{train,test}.jsonl, meta.json
 
 Candidates are the public callables of numpy (top level) and of standard-library modules (math,
 statistics, itertools, string, textwrap, bisect, heapq, operator, functools, collections); this
@@ -26,7 +26,6 @@ process only introspects them (signature, docstring), never calls them. Per func
 
 from __future__ import annotations
 
-import argparse
 import ast
 import doctest
 import functools
@@ -44,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from aac.cli import Key, UsageError, count, items, parse_keys
 from aac.data.examples import Example, stored_output, two_distinct, unreproduced
 from aac.data.inputs import Mutator, render
 from aac.data.search import probe_calls
@@ -52,6 +52,7 @@ from aac.data.summary import BuildSummary, mean
 from aac.env.domains import pool_preload
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
+from aac.errors import entry_point
 from aac.sandbox.pool import SandboxPool
 from aac.sandbox.result import CallKind
 from aac.sandbox.values import canonical_json
@@ -541,21 +542,21 @@ def build_splits(cfg: LibraryConfig = LibraryConfig(), limit: int | None = None
     return splits, meta, summary.text()
 
 
+USAGE = "usage: python -m aac.data.library out=DIR [modules=math,numpy] [only=NAME,...] [limit=N] [seed=S]"
+KEYS = (Key("out", "folder for train.jsonl, test.jsonl and meta.json", required=True),
+        Key("modules", "the modules whose functions are candidates", items, list(MODULES)),
+        Key("only", "qualified names to build (numpy.cumsum,...)", items, []),
+        Key("limit", "build only the first N candidate functions", count), Key("seed", "seeds the split", int, 0))
+
+
+@entry_point
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aac.data.library", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, help="folder for train.jsonl, test.jsonl and meta.json")
-    p.add_argument("--modules", default=",".join(MODULES))
-    p.add_argument("--only", default="", help="comma-separated qualified names to build (numpy.cumsum,...)")
-    p.add_argument("--limit", type=int, help="build only the first N candidate functions")
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
-    cfg = LibraryConfig(seed=a.seed, modules=tuple(m for m in a.modules.split(",") if m),
-                        only=tuple(n for n in a.only.split(",") if n))
+    a = parse_keys(argv, KEYS, USAGE, doc=__doc__.split("\n\n")[0])
+    cfg = LibraryConfig(seed=a.seed, modules=tuple(a.modules), only=tuple(a.only))
     try:
         splits, meta, text = build_splits(cfg, a.limit)
-    except ImportError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except ImportError as e:  # a module named in modules= that is not installed
+        raise UsageError(f"modules={','.join(a.modules)}: {e}") from None
     out = Path(a.out)
     for split, rows in splits.items():
         write_instances(out / f"{split}.jsonl", rows)

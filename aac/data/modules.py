@@ -1,8 +1,8 @@
 """The `module:` source: the public functions of an importable package or module, as the builder's
 raw tasks (the builder: aac/data/pau.py; the sources reference: docs/sources.md).
 
-    python -m aac.data.build --source module:PKG[.SUB] --out DIR        # every public function
-    python -m aac.data.build --source module:PKG.SUB.func --out f.jsonl  # one function
+    python -m aac.data.build source=module:PKG[.SUB] out=DIR        # every public function
+    python -m aac.data.build source=module:PKG.SUB.func out=f.jsonl  # one function
 
 Nothing of the package is imported or run here: its files are found on `sys.path` (the venv's
 packages, PYTHONPATH) as Python would find them and read by AST. A package's modules are walked in

@@ -1,9 +1,9 @@
 """The `openapi:` source: an OpenAPI 3 spec (JSON or YAML) -> the source file of one web-domain
 service, in the contract of the built-in services (aac/_data/web/*.py, read by aac/data/web.py).
 
-    python -m aac.data.build --source openapi:SPEC --out svc.jsonl [--scaffold DIR]  # one spec, one row
-    python -m aac.data.build --source openapi:FOLDER --out DIR    # each *.json/*.yaml/*.yml a service
-    python -m aac.data.build --source web:DIR --out DIR2          # from service files (edited scaffolds)
+    python -m aac.data.build source=openapi:SPEC out=svc.jsonl [scaffold=DIR]  # one spec, one row
+    python -m aac.data.build source=openapi:FOLDER out=DIR    # each *.json/*.yaml/*.yml a service
+    python -m aac.data.build source=web:DIR out=DIR2          # from service files (edited scaffolds)
 
 Nothing is sent anywhere: the generated service answers every request from the spec alone, the same
 way each time. Per operation (GET/POST/PUT/PATCH/DELETE of a path, under the first server URL's

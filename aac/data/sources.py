@@ -69,7 +69,7 @@ def parse_source_spec(spec: str) -> tuple[str, Path | None]:
         raise SourceError(f"unknown source {name!r} (use one of: {', '.join(SOURCES)}, openapi, web; "
                           "as NAME or NAME:PATH)")
     if not path and name != "humaneval":
-        raise SourceError(f"source {name!r} needs a file: --source {name}:PATH")
+        raise SourceError(f"source {name!r} needs a file: source={name}:PATH")
     folder_ok = name == "codealpaca" and Path(path).expanduser().is_dir()
     if path and not (Path(path).expanduser().is_file() or folder_ok):
         raise SourceError(f"{path}: no such file")
@@ -244,7 +244,7 @@ def _module(target: str) -> Iterator[RawTask | tuple[str, str]]:
     """The functions of an importable package or module (aac/data/modules.py): the code each reaches
     as the black box, its doctest calls as seeds, its docstring as the description."""
     if not target:
-        raise SourceError("source 'module' needs a name: --source module:PKG[.SUB][.func]")
+        raise SourceError("source 'module' needs a name: source=module:PKG[.SUB][.func]")
     try:
         for item in module_functions(target):
             if not isinstance(item, ModuleFunction):

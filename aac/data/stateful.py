@@ -1,7 +1,7 @@
 """The stateful builder: documented classes -> rows of the `stateful` domain, without an LLM.
 
-    python -m aac.data.stateful --out stateful.jsonl [--limit N] [--seed S]
-    python -m aac.data.stateful --verify stateful.jsonl   # re-run every stored sequence
+    python -m aac.data.stateful out=stateful.jsonl [limit=N] [seed=S]
+    python -m aac.data.stateful verify=stateful.jsonl   # re-run every stored sequence
 
 Sources: aac/_data/stateful/{stdlib,designs}/*.py, one class each: thin wrappers whose behaviour is the
 standard library's documented one (collections, heapq, bisect, fractions, textwrap, difflib, random, ...)
@@ -23,7 +23,6 @@ dropped, and the branch coverage of each row's test sequences.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import logging
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from aac.cli import Key, UsageError, count, parse_keys
 from aac.data.callgraph import keep_reachable
 from aac.data.coverage import Arc, CoverageRunner, static_branch_arcs
 from aac.data.examples import unreproduced
@@ -54,6 +54,7 @@ from aac.env.domains.stateful import (
 )
 from aac.env.instance import Instance, load_instances
 from aac.env.prompts import in_context_prompt
+from aac.errors import entry_point
 from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json
 
@@ -425,20 +426,22 @@ def verify(instances: Iterable[Instance], *, timeout_s: float = 5.0) -> dict:
             "steps": sum(len(sequence_calls(lit)) for lit in sequences), "rows_not_reproduced": bad}
 
 
+USAGE = "usage: python -m aac.data.stateful out=FILE.jsonl [limit=N] [seed=S] | verify=FILE"
+KEYS = (Key("out", "output .jsonl or .parquet (PAU schema + task_id, source, domain)"),
+        Key("limit", "build only the first N classes", count), Key("seed", "seeds the sequence search", int, 0),
+        Key("verify", "re-run every stored sequence of a built FILE and exit"))
+
+
+@entry_point
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aac.data.stateful", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", help="output .jsonl or .parquet (PAU schema + task_id, source, domain)")
-    p.add_argument("--limit", type=int, help="build only the first N classes")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verify", metavar="FILE", help="re-run every stored sequence of a built FILE and exit")
-    a = p.parse_args(argv)
+    a = parse_keys(argv, KEYS, USAGE, doc=__doc__.split("\n\n")[0])
     if a.verify:
         result = verify(load_instances(a.verify, on_bad_row="raise", check=DOMAIN.check_instance, domain=DOMAIN.name))
         print(f"{a.verify}: {result['rows']} rows, {result['sequences']} sequences ({result['steps']} steps) re-run, "
               f"{len(result['rows_not_reproduced'])} rows not reproduced {result['rows_not_reproduced'][:10]}")
         return 1 if result["rows_not_reproduced"] else 0
     if not a.out:
-        p.error("--out is required (or --verify FILE)")
+        raise UsageError(f"out= is required (or verify=FILE); {USAGE}")
     files = class_files()[: a.limit] if a.limit else None
     instances, summary = build(files, StatefulConfig(seed=a.seed))
     write_built(a.out, instances, summary.text())

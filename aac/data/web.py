@@ -1,8 +1,8 @@
 """The web builder: service models -> rows of the `web` domain, without an LLM.
 
-    python -m aac.data.web --out web.jsonl [--limit N]
-    python -m aac.data.web --verify web.jsonl   # re-run every stored exchange and gold service call
-    python -m aac.data.build --source web:DIR --out DIR2   # a folder of your own service files (docs/sources.md)
+    python -m aac.data.web out=web.jsonl [limit=N]
+    python -m aac.data.web verify=web.jsonl   # re-run every stored exchange and gold service call
+    python -m aac.data.build source=web:DIR out=DIR2   # a folder of your own service files (docs/sources.md)
 
 Sources: aac/_data/web/*.py, one service each, written in our own words after the shapes of public
 APIs (weather, currency, geocoding, books, todo, payments, search, ...). A file holds the gold
@@ -24,7 +24,6 @@ examples reach (the exchanges and the gold calls), per service.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import sys
 import time
@@ -34,12 +33,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
+from aac.cli import Key, UsageError, count, parse_keys
 from aac.data.splits import TEST_FRACTION, split_instances
 from aac.data.summary import BuildSummary, mean, write_built
 from aac.env.domains import get_domain, pool_preload
 from aac.env.domains.web import function_name, parse_intent, parse_request, program, render_header
 from aac.env.instance import Instance, load_instances
 from aac.env.prompts import in_context_prompt
+from aac.errors import entry_point
 from aac.sandbox.pool import SandboxPool
 from aac.sandbox.values import canonical_json
 
@@ -262,8 +263,8 @@ def build(files: Iterable[Path] | None = None, cfg: WebConfig = WebConfig(),
 
 def build_folder(folder: str | Path, *, limit: int | None = None,
                  summary: WebSummary | None = None) -> tuple[list[Instance], WebSummary]:
-    """Rows of a folder of service files (`--source web:DIR`: the built-in services' contract, e.g.
-    the scaffolds `--source openapi:SPEC --scaffold DIR` writes), up to USER_MAX_ROUTES routes each."""
+    """Rows of a folder of service files (`source=web:DIR`: the built-in services' contract, e.g.
+    the scaffolds `source=openapi:SPEC scaffold=DIR` writes), up to USER_MAX_ROUTES routes each."""
     files = service_files(Path(folder).expanduser())
     if not files:
         raise ValueError(f"{folder}: no service files (*.py) in this folder")
@@ -309,12 +310,15 @@ def verify(instances: Iterable[Instance], *, timeout_s: float = 5.0) -> dict:
             "rows_not_reproduced": sorted(bad)}
 
 
+USAGE = "usage: python -m aac.data.web out=FILE.jsonl [limit=N] | verify=FILE"
+KEYS = (Key("out", "output .jsonl or .parquet (PAU schema + task_id, source, domain)"),
+        Key("limit", "build only the first N services", count),
+        Key("verify", "re-run every stored exchange and gold call of FILE and exit"))
+
+
+@entry_point
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aac.data.web", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", help="output .jsonl or .parquet (PAU schema + task_id, source, domain)")
-    p.add_argument("--limit", type=int, help="build only the first N services")
-    p.add_argument("--verify", metavar="FILE", help="re-run every stored exchange and gold call of FILE and exit")
-    a = p.parse_args(argv)
+    a = parse_keys(argv, KEYS, USAGE, doc=__doc__.split("\n\n")[0])
     if a.verify:
         result = verify(load_instances(a.verify, on_bad_row="raise", check=DOMAIN.check_instance, domain=DOMAIN.name))
         print(f"{a.verify}: {result['rows']} rows, {result['exchanges']} exchanges and {result['intents']} intents "
@@ -322,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['rows_not_reproduced'][:10]}")
         return 1 if result["rows_not_reproduced"] else 0
     if not a.out:
-        p.error("--out is required (or --verify FILE)")
+        raise UsageError(f"out= is required (or verify=FILE); {USAGE}")
     files = service_files()[: a.limit] if a.limit else None
     instances, summary = build(files)
     write_built(a.out, instances, summary.text())

@@ -1,6 +1,6 @@
 """Merging a saved peft LoRA into its base weights: W' = W + scale * B @ A, by checkpoint name.
 
-`merged_weights` yields the merged tensors under the base checkpoint's own names (e.g.
+`merged_checkpoint` yields the merged tensors under the base checkpoint's own names (e.g.
 `model.layers.0.self_attn.q_proj.weight`), so an engine's loader that reads the base checkpoint
 (vLLM's `load_weights`, which stacks q/k/v and gate/up itself) reads them unchanged. Only plain LoRA
 is merged; a variant whose merge is not `B @ A` times one scale (DoRA, per-module rank or alpha

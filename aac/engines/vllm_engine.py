@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from aac.engines.base import (
     Engine,
@@ -55,6 +55,9 @@ from aac.engines.base import (
     too_long_logprobs,
 )
 from aac.engines.cpu_threads import omp_threads, vllm_cpu_bind
+
+if TYPE_CHECKING:
+    from vllm import LLM
 
 log = logging.getLogger(__name__)
 CLOSE_JOIN_S = 60  # the engine loop's longest wait for its step at close
@@ -112,6 +115,44 @@ def _on_cpu() -> bool:
     return current_platform.is_cpu()
 
 
+def _start_llm(model_path: str, *, dtype: str, max_model_len: int, seed: int, enable_lora: bool, max_lora_rank: int,
+               max_loras: int, kv_cache_gb: Optional[float], gpu_memory_utilization: float,
+               enforce_eager: Optional[bool], cpu_threads: Optional[int], in_process: Optional[bool],
+               **llm_kwargs: Any) -> tuple[LLM, float]:
+    """vLLM's `LLM` for `model_path` and its start-up seconds: where its engine core runs and on which threads,
+    its KV cache and LoRA slots, set before it starts."""
+    import torch
+
+    if kv_cache_gb is not None:  # read by the CPU build when the engine process starts
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gb)
+    in_process = _on_cpu() if in_process is None else in_process
+    # in_process: the engine core and its worker run here, not in two processes of their own (which
+    # each import vLLM again and hand every decode step across shared memory): on 2 CPU cores the
+    # start-up costs half the CPU seconds and a decode step ~10% less (benchmarks/RESULTS.md)
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
+    if in_process and _on_cpu():
+        torch.set_num_threads(omp_threads(cpu_threads))
+    elif cpu_threads is not None:  # a worker process of its own: its threads on the first cores
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = vllm_cpu_bind(cpu_threads)
+    from vllm import LLM
+
+    # None: eager on the CPU build (it has no CUDA graphs), graphs on GPU
+    enforce_eager = _on_cpu() if enforce_eager is None else enforce_eager
+    kwargs: dict[str, Any] = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, seed=seed,
+                                  enforce_eager=enforce_eager, **llm_kwargs)
+    if not _on_cpu():
+        kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+    if enable_lora:
+        kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras + 1)
+    started = time.perf_counter()
+    set_num_threads = torch.set_num_threads
+    llm = LLM(**kwargs)
+    # vLLM's CPU worker disables torch.set_num_threads for the whole process to protect its thread
+    # binding; an in-process engine binds nothing, and the rest of the process keeps the call
+    torch.set_num_threads = set_num_threads
+    return llm, time.perf_counter() - started
+
+
 class VLLMEngine(Engine):
     kind = "vllm"
     concurrent = True  # calls from any number of threads share the engine loop
@@ -124,36 +165,11 @@ class VLLMEngine(Engine):
                  cpu_threads: Optional[int] = None, in_process: Optional[bool] = None,
                  per_request_seeds: Optional[bool] = None, **llm_kwargs: Any) -> None:
         super().__init__()
-        import torch
-
-        if kv_cache_gb is not None:  # read by the CPU build when the engine process starts
-            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(kv_cache_gb)
-        in_process = _on_cpu() if in_process is None else in_process
-        # in_process: the engine core and its worker run here, not in two processes of their own (which
-        # each import vLLM again and hand every decode step across shared memory): on 2 CPU cores the
-        # start-up costs half the CPU seconds and a decode step ~10% less (benchmarks/RESULTS.md)
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
-        if in_process and _on_cpu():
-            torch.set_num_threads(omp_threads(cpu_threads))
-        elif cpu_threads is not None:  # a worker process of its own: its threads on the first cores
-            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = vllm_cpu_bind(cpu_threads)
-        from vllm import LLM
-
-        # None: eager on the CPU build (it has no CUDA graphs), graphs on GPU
-        enforce_eager = _on_cpu() if enforce_eager is None else enforce_eager
-        kwargs: dict[str, Any] = dict(model=str(model_path), dtype=dtype, max_model_len=max_model_len, seed=seed,
-                                      enforce_eager=enforce_eager, **llm_kwargs)
-        if not _on_cpu():
-            kwargs["gpu_memory_utilization"] = gpu_memory_utilization
-        if enable_lora:
-            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras + 1)
-        started = time.perf_counter()
-        set_num_threads = torch.set_num_threads
-        self.llm = LLM(**kwargs)
-        # vLLM's CPU worker disables torch.set_num_threads for the whole process to protect its thread
-        # binding; an in-process engine binds nothing, and the rest of the process keeps the call
-        torch.set_num_threads = set_num_threads
-        self.start_s = time.perf_counter() - started
+        self.llm, self.start_s = _start_llm(
+            model_path, dtype=dtype, max_model_len=max_model_len, seed=seed, enable_lora=enable_lora,
+            max_lora_rank=max_lora_rank, max_loras=max_loras, kv_cache_gb=kv_cache_gb,
+            gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager, cpu_threads=cpu_threads,
+            in_process=in_process, **llm_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.enable_lora = enable_lora

@@ -2,16 +2,15 @@
 
 Plays the actor (base, or base + a peft LoRA adapter) over a PAU split, scores every episode
 (LM-judge description score, code match) and writes report.json / report.md / score_distribution.png
-into out_dir. Rerun with the same out_dir to resume. Keys: conf/eval_config.yaml, aac/eval/config.py.
+into out_dir. Rerun with the same out_dir to resume. Keys: conf/eval_config.yaml; short forms: aac/cli.py.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
+from typing import Optional
 
-from aac.cli import run_hydra
-from aac.eval.config import rewrite_aliases
+from aac.cli import ALIASES, run_hydra
 
 
 def task(cfg) -> None:
@@ -22,9 +21,8 @@ def task(cfg) -> None:
     evaluate(cfg)  # an expected error is one line (run_hydra); finished episodes and scores are kept: rerun resumes
 
 
-def main() -> None:
-    sys.argv = [sys.argv[0], *rewrite_aliases(sys.argv[1:])]
-    run_hydra(task, "eval_config", default_recipe=None)
+def main(argv: Optional[list[str]] = None) -> None:
+    run_hydra(task, "eval_config", None, argv, aliases=ALIASES["aac.eval"])
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
-"""`python -m aac.eval.compare RUN_DIR... [--out DIR]`: runs side by side on their common instances,
+"""`python -m aac.eval.compare runs=RUN_DIR,RUN_DIR[,...] [out=DIR]`: runs side by side on their common instances,
 paired bootstrap p-values between every two runs, and the per-instance MAX over runs."""
 
 from __future__ import annotations
 
-import argparse
 from itertools import combinations
 from pathlib import Path
 
+from aac.cli import Key, count, items, parse_keys
 from aac.errors import entry_point
 from aac.eval import records
 from aac.eval.report import fmt, summarize
@@ -93,13 +93,12 @@ def render_markdown(result: dict) -> str:
 
 @entry_point
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m aac.eval.compare", description=__doc__)
-    parser.add_argument("run_dirs", nargs="+", help="eval run directories (written by python -m aac.eval)")
-    parser.add_argument("--out", help="folder for compare.md, compare.json and score_distribution.png")
-    parser.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    result = compare(args.run_dirs, resamples=args.resamples, seed=args.seed)
+    keys = (Key("runs", "eval run directories (written by python -m aac.eval), comma-separated", items, [], required=True),
+            Key("out", "folder for compare.md, compare.json and score_distribution.png"),
+            Key("resamples", "paired bootstrap resamples", count, 10_000), Key("seed", "seeds the bootstrap", int, 0))
+    args = parse_keys(argv, keys, "usage: python -m aac.eval.compare runs=RUN_DIR,RUN_DIR[,...] [out=DIR]",
+                      doc=__doc__.split("\n\n")[0])
+    result = compare(args.runs, resamples=args.resamples, seed=args.seed)
     text = render_markdown(result)
     print(text, end="")
     if args.out:

@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aac.assembly import Run, build_run, eval_protocol
-from aac.cli import output_dir
+from aac.cli import command_line_overrides, output_dir
 from aac.config import TrainConfig, validate
 from aac.errors import UserError
 from aac.eval import records
 from aac.eval.report import write_report
 from aac.progress import bar
+from aac.run_dir import adapter_of
 
 log = logging.getLogger("aac.eval")
 ACTOR_ADAPTER = "actor"
@@ -32,33 +33,6 @@ class EvalError(UserError, ValueError):
     """A run that cannot start (bad checkpoint, ...); one line."""
 
     what = "cannot evaluate"
-
-
-def resolve_adapter(path: str) -> Path:
-    """The peft adapter folder of `checkpoint=`: the folder itself, its `adapter/`, or the `adapter/` of the
-    newest intact training checkpoint under it (a step folder's parent or a training out_dir; newer damaged ones
-    are skipped with a warning). A training checkpoint named outright must be intact."""
-    from aac.checkpoint import DONE, MANIFEST, damage, newest_intact
-
-    p = Path(path).expanduser()
-    if (p / MANIFEST).exists() or (p / DONE).exists():
-        why = damage(p)
-        if why is not None:
-            raise EvalError(f"checkpoint={path}: damaged checkpoint: {why} (name an intact one, or its run dir for "
-                            "the newest intact)")
-    for cand in (p, p / "adapter"):
-        if (cand / "adapter_config.json").exists():
-            return cand
-    for root in (p, p / "checkpoints"):
-        ckpt, damaged = newest_intact(root) if root.is_dir() else (None, [])
-        if damaged:
-            log.warning("checkpoint=%s: skipped damaged checkpoint(s): %s", path, "; ".join(damaged))
-        if ckpt is not None and (ckpt / "adapter" / "adapter_config.json").exists():
-            return ckpt / "adapter"
-        if damaged:
-            raise EvalError(f"checkpoint={path}: no intact checkpoint in {root} ({'; '.join(damaged)})")
-    raise EvalError(f"checkpoint={path}: no peft adapter (adapter_config.json) there, in adapter/, "
-                    "or in a training checkpoint under it")
 
 
 def run_identity(cfg: TrainConfig, adapter: Path | None) -> dict:
@@ -165,10 +139,10 @@ def resolve(cfg: TrainConfig, overrides: Sequence[str] | None = None, *,
     """The config an eval plays, and its checkpoint's adapter: a checkpoint of a training run (or
     `eval.protocol_from`) plays that run's protocol except where `overrides` (the command line's, by default)
     set a key (aac/eval/run_protocol.py), said in a log line (`announce`)."""
-    from aac.eval.run_protocol import hydra_overrides, play_runs_protocol
+    from aac.eval.run_protocol import play_runs_protocol
 
-    adapter = resolve_adapter(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
-    cfg = play_runs_protocol(cfg, adapter, hydra_overrides() if overrides is None else overrides, announce=announce)
+    adapter = adapter_of(cfg.eval.checkpoint) if cfg.eval.checkpoint else None
+    cfg = play_runs_protocol(cfg, adapter, command_line_overrides() if overrides is None else overrides, announce=announce)
     validate(cfg)
     return cfg, adapter
 

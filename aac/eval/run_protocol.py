@@ -1,7 +1,7 @@
 """An eval of a training run's checkpoint plays the protocol that run trained the adapter on.
 
 `python -m aac.train` (and `python -m aac.sft`) save their composed config in the run folder
-(`OUT/.hydra/config.yaml`, Hydra's copy). When `checkpoint=` lies in such a run (its out_dir, a step
+(`OUT/config.yaml`, aac/run_dir.py). When `checkpoint=` lies in such a run (its out_dir, a step
 folder, its `adapter/`, or a synced `adapters/vN`), or `eval.protocol_from=OUT` names one (the base
 model under a tuned run's protocol, for a paired comparison), the eval takes from that config every
 key below that its own command line does not set:
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import aac.run_dir as run_dir
 from aac.config import ConfigError, TrainConfig
 
 log = logging.getLogger("aac.eval")
-RUN_CONFIG = Path(".hydra") / "config.yaml"  # where Hydra saves a run's composed config
 # eval key -> the run's key it comes from ({phase}: rollout for aac.train, eval for an SFT run)
 PROTOCOL = {
     "model.name": "model.name", "model.chat_template_kwargs": "model.chat_template_kwargs",
@@ -66,22 +66,13 @@ def _short(values: dict) -> str:
     return ", ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in values.items()) or "-"
 
 
-def find_run(adapter: Path) -> Optional[Path]:
-    """The training run folder above `adapter` (OUT/checkpoints/step_N/adapter or OUT/adapters/vN) whose
-    composed config was saved, or None (a bare adapter folder)."""
-    for up in adapter.absolute().parents:
-        if up.name in ("checkpoints", "adapters") and (up.parent / RUN_CONFIG).is_file():
-            return up.parent
-    return None
-
-
 def protocol_run(protocol_from: Optional[str], adapter: Optional[Path]) -> Optional[Path]:
     """The run whose protocol an eval plays: `eval.protocol_from`, else the run `adapter` lies in."""
     if protocol_from is None:
-        return find_run(adapter) if adapter is not None else None
+        return run_dir.saved_run(adapter) if adapter is not None else None
     run = Path(protocol_from).expanduser()
-    if not (run / RUN_CONFIG).is_file():
-        raise ConfigError(f"eval.protocol_from={protocol_from}: no saved run config ({RUN_CONFIG}) there; "
+    if run_dir.config_file(run) is None:
+        raise ConfigError(f"eval.protocol_from={protocol_from}: no saved run config ({run_dir.CONFIG}) there; "
                           "give the out_dir of an aac.train run")
     return run
 
@@ -98,22 +89,15 @@ def given_keys(overrides: Sequence[str]) -> set[str]:
     return given
 
 
-def hydra_overrides() -> list[str]:
-    """The command line's overrides inside a Hydra app (`python -m aac.eval`), else none."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-
-
-def apply_run_protocol(cfg: TrainConfig, run_dir: Path, overrides: Sequence[str]) -> tuple[TrainConfig, RunProtocol]:
-    """`cfg` with the keys that `overrides` (the command line's) leave unset taken from `run_dir`'s config."""
+def apply_run_protocol(cfg: TrainConfig, trained: Path, overrides: Sequence[str]) -> tuple[TrainConfig, RunProtocol]:
+    """`cfg` with the keys that `overrides` (the command line's) leave unset taken from the config of run `trained`."""
     from omegaconf import OmegaConf
 
-    run = OmegaConf.load(run_dir / RUN_CONFIG)
+    run = OmegaConf.load(run_dir.config_file(trained))
     phase = "eval" if OmegaConf.select(run, "sft.data", default="") else "rollout"  # an SFT run's traces: eval's
     given = given_keys(overrides)
     out = copy.deepcopy(cfg)
-    found = RunProtocol(run_dir)
+    found = RunProtocol(trained)
     for key, source in {**PROTOCOL, **SERVING}.items():
         value = OmegaConf.select(run, source.format(phase=phase), default=_ABSENT, throw_on_missing=False)
         if value is _ABSENT:
@@ -145,7 +129,7 @@ def play_runs_protocol(cfg: TrainConfig, adapter: Optional[Path], overrides: Seq
         if adapter is not None and announce:
             log.warning("checkpoint %s lies in no training run with a saved config (%s): it plays this eval's "
                         "protocol, which may not be the one it was trained on (eval.protocol_from=RUN plays a "
-                        "run's)", adapter, RUN_CONFIG)
+                        "run's)", adapter, run_dir.CONFIG)
         return cfg
     cfg, found = apply_run_protocol(cfg, trained, overrides)
     if announce:

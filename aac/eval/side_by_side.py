@@ -1,4 +1,4 @@
-"""`python -m aac.eval.side_by_side RUN_DIR [KEY=VALUE ...]`: a training run's tuned adapter beside its base
+"""`python -m aac.eval.side_by_side run=RUN_DIR [KEY=VALUE ...]`: a training run's tuned adapter beside its base
 model, what `make demo` ends with.
 
 Both play the same held-out functions (`eval.split`, default test: the run trained on train) under the
@@ -13,9 +13,9 @@ reply is rated), whose report card is at chance. KEY=VALUE: `aac.eval` overrides
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from aac.cli import Key, parse_keys
 from aac.errors import entry_point
 from aac.eval.report import fmt
 
@@ -57,9 +57,9 @@ def table(result: dict, run_dir: Path) -> str:
 def side_by_side(run_dir: str | Path, extra: list[str]) -> str:
     """Evaluate both arms (resumable), compare them paired, write RUN_DIR/eval/side_by_side.md; the table."""
     from aac.assembly import build_run
+    from aac.cli import rewrite_aliases
     from aac.config import compose
     from aac.eval.compare import compare
-    from aac.eval.config import rewrite_aliases
     from aac.eval.harness import evaluate, resolve
 
     run_dir = Path(run_dir)
@@ -84,11 +84,11 @@ def side_by_side(run_dir: str | Path, extra: list[str]) -> str:
 def main(argv: list[str] | None = None) -> None:
     import logging
 
-    args = sys.argv[1:] if argv is None else argv
-    if not args or "=" in args[0]:
-        raise SystemExit("usage: python -m aac.eval.side_by_side RUN_DIR [KEY=VALUE ...] (RUN_DIR: an aac.train out_dir)")
+    keys = (Key("run", "an aac.train out_dir (its newest intact checkpoint is the tuned arm)", required=True),)
+    args = parse_keys(argv, keys, "usage: python -m aac.eval.side_by_side run=RUN_DIR [KEY=VALUE ...] (KEY=VALUE: "
+                      "aac.eval's, for both arms)", doc=__doc__.split("\n\n")[0], overrides=True)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    print(side_by_side(args[0], args[1:]), end="")
+    print(side_by_side(args.run, args.overrides), end="")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from omegaconf import DictConfig
 
@@ -170,8 +170,8 @@ def _print(r: dict[str, Any], path: Path) -> None:
     print(f"wrote {path}")
 
 
-def main() -> None:
-    run_hydra(preflight, "config", DEFAULT_RECIPE)
+def main(argv: Optional[list[str]] = None) -> None:
+    run_hydra(preflight, "config", DEFAULT_RECIPE, argv)
 
 
 if __name__ == "__main__":

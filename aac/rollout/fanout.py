@@ -5,7 +5,7 @@ same tokens whatever the split across workers (`aac.rollout.driver.turn_seed`)."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
@@ -40,8 +40,3 @@ def launch_step(workers: list[Placed[RolloutWorker]], groups: list[list[Instance
     shares = [specs[i :: len(workers)] for i in range(len(workers))]
     return LaunchedStep(workers, [w.submit("run", share, adapter=adapter, seed=seed, sampling=sampling,
                                            protocol=protocol) for w, share in zip(workers, shares) if share])
-
-
-def play_step(workers: list[Placed[RolloutWorker]], groups: list[list[Instance]], **kwargs: Any) -> RolloutBatch:
-    """`launch_step`, waited for: one merged batch."""
-    return launch_step(workers, groups, **kwargs).result()

@@ -206,23 +206,29 @@ class _Server:
                 broken = not self._restore() or broken
         if error is not None:
             resp = {"id": msg["id"], "dur": duration, "error": error, "kind": kind}
-        retire = None
-        if memory_error:
-            retire = "memory"
-        elif broken:
-            retire = "state"
-        elif _thread._count():  # threads still running (threading's included)
-            retire = "threads"
-        elif time.process_time() > self.cpu_hard / 2:
-            retire = "cpu"
-        resp["retire"] = retire
+        resp["retire"] = self._retire(memory_error, broken)
         resp["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB; the pool's memory bound
+        return _frame(resp)
+
+    def _retire(self, memory_error: bool, broken: bool) -> str | None:
+        """Why this worker takes no further call after this one (None: it may take one)."""
+        if memory_error:
+            return "memory"
+        if broken:
+            return "state"
+        if _thread._count():  # threads still running (threading's included)
+            return "threads"
+        return "cpu" if time.process_time() > self.cpu_hard / 2 else None
+
+
+def _frame(resp: dict) -> bytes:
+    """The reply's frame; a normalized output too large to send goes as its digest (and without `plain`)."""
+    frame = proto.encode_frame(resp)
+    if len(frame) > MAX_NORMALIZED_BYTES and "norm" in resp:
+        resp["norm"] = values.digest(resp["norm"])
+        resp.pop("plain", None)
         frame = proto.encode_frame(resp)
-        if len(frame) > MAX_NORMALIZED_BYTES and "norm" in resp:
-            resp["norm"] = values.digest(resp["norm"])
-            resp.pop("plain", None)
-            frame = proto.encode_frame(resp)
-        return frame
+    return frame
 
 
 def _cpu_exceeded(signum: int, frame: object) -> None:

@@ -102,7 +102,8 @@ def _composed(sections: str, max_steps: int, domain: str) -> tuple[Optional[Crit
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigKeyError
 
-    from aac.config import TrainConfig, named_error, validate
+    from aac.config import TrainConfig, validate
+    from aac.settings import named_error
 
     critic, rewards = json.loads(sections)
     try:

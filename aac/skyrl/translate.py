@@ -92,8 +92,6 @@ def model_path(name: str) -> str:
 
 def skyrl_overrides(cfg: TrainConfig, out_dir: str | Path) -> dict[str, Any]:
     """SkyRL's config for our run, as nested overrides of its defaults (the rest stay SkyRL's)."""
-    from aac.models import chat_template_kwargs
-
     _refuse_untranslatable(cfg)
     r, learner, out = cfg.rollout, cfg.learner, Path(out_dir)
     max_input = cfg.model.max_model_len - r.max_tokens_per_turn
@@ -103,56 +101,70 @@ def skyrl_overrides(cfg: TrainConfig, out_dir: str | Path) -> dict[str, Any]:
     if r.functions_per_step % learner.ppo_minibatches:
         raise ConfigError(f"learner.ppo_minibatches={learner.ppo_minibatches} must divide "
                           f"rollout.functions_per_step={r.functions_per_step}")
+    return {
+        "data": {"train_data": [str(out / DATA_FILE)], "val_data": []},
+        "trainer": _trainer(cfg, out, max_input),
+        "generator": _generator(cfg, max_input),
+        "environment": {"env_class": ENV_CLASS, "skyrl_gym": {ENV_FIELD: env_config(cfg)}},
+    }
+
+
+def _trainer(cfg: TrainConfig, out: Path, max_input: int) -> dict[str, Any]:
+    """SkyRL's `trainer` section: the LoRA policy, its optimizer, GRPO's loss, placement, batch and checkpoints."""
+    r, learner = cfg.rollout, cfg.learner
     # our recipes give the engine and the learner a GPU each; without GPUs named, SkyRL colocates them
     apart = learner.num_gpus >= 1 and r.num_gpus >= 1
     targets = learner.target_modules
     return {
-        "data": {"train_data": [str(out / DATA_FILE)], "val_data": []},
-        "trainer": {
-            "strategy": "fsdp",
-            "policy": {
-                "model": {"path": model_path(cfg.model.name),
-                          "lora": {"rank": learner.lora_r, "alpha": learner.lora_alpha, "dropout": learner.lora_dropout,
-                                   "target_modules": targets if isinstance(targets, str) else list(targets)}},
-                "optimizer_config": {"lr": learner.lr, "adam_betas": list(learner.betas),
-                                     "weight_decay": learner.weight_decay, "max_grad_norm": learner.max_grad_norm},
-            },
-            "algorithm": {"advantage_estimator": ESTIMATOR, "policy_loss_type": "regular",
-                          "eps_clip_low": learner.clip_eps, "eps_clip_high": learner.clip_eps,
-                          "use_kl_loss": learner.kl_coef > 0, "kl_loss_coef": learner.kl_coef},
-            "placement": {"colocate_all": not apart, "policy_num_gpus_per_node": max(1, int(learner.num_gpus))},
-            "gradient_checkpointing": learner.gradient_checkpointing,
-            "max_tokens_per_microbatch": learner.micro_batch_tokens,
-            "seed": cfg.seed,
-            "epochs": learner.epochs,
-            "max_training_steps": cfg.max_steps,
-            "train_batch_size": r.functions_per_step,
-            "policy_mini_batch_size": r.functions_per_step // learner.ppo_minibatches,
-            "max_prompt_length": max_input,
-            "ckpt_path": str(out / "checkpoints"),
-            "export_path": str(out / "exports"),
-            "log_path": str(out / "logs"),
-            "ckpt_interval": cfg.save_every if cfg.save_every > 0 else -1,
-            "max_ckpts_to_keep": cfg.keep_checkpoints,
-            "eval_interval": -1,  # evaluation is aac.eval's, on the saved adapters
-            "eval_before_train": False,
-            "project_name": cfg.logging.project,
-            "run_name": cfg.logging.run_name or f"aac-{cfg.recipe_name}",
-            # SkyRL's wandb logger needs WANDB_API_KEY (no offline runs): offline and disabled log to the console
-            "logger": "wandb" if cfg.logging.wandb_mode == "online" else "console",
+        "strategy": "fsdp",
+        "policy": {
+            "model": {"path": model_path(cfg.model.name),
+                      "lora": {"rank": learner.lora_r, "alpha": learner.lora_alpha, "dropout": learner.lora_dropout,
+                               "target_modules": targets if isinstance(targets, str) else list(targets)}},
+            "optimizer_config": {"lr": learner.lr, "adam_betas": list(learner.betas),
+                                 "weight_decay": learner.weight_decay, "max_grad_norm": learner.max_grad_norm},
         },
-        "generator": {
-            "n_samples_per_prompt": r.group_size,
-            "max_turns": cfg.env.max_steps,
-            "max_input_length": max_input,
-            "step_wise_trajectories": True,  # one row per turn: each turn gets its own advantage
-            "use_conversation_multi_turn": True,
-            "batched": False,
-            "chat_template_kwargs": chat_template_kwargs(cfg.model.name, dict(cfg.model.chat_template_kwargs)),
-            "sampling_params": {"temperature": r.temperature, "top_p": r.top_p,
-                                "max_generate_length": r.max_tokens_per_turn},
-            "inference_engine": {"model_dtype": str(cfg.model.dtype), "num_engines": max(1, int(r.num_gpus)),
-                                 "gpu_memory_utilization": r.gpu_memory_utilization},
-        },
-        "environment": {"env_class": ENV_CLASS, "skyrl_gym": {ENV_FIELD: env_config(cfg)}},
+        "algorithm": {"advantage_estimator": ESTIMATOR, "policy_loss_type": "regular",
+                      "eps_clip_low": learner.clip_eps, "eps_clip_high": learner.clip_eps,
+                      "use_kl_loss": learner.kl_coef > 0, "kl_loss_coef": learner.kl_coef},
+        "placement": {"colocate_all": not apart, "policy_num_gpus_per_node": max(1, int(learner.num_gpus))},
+        "gradient_checkpointing": learner.gradient_checkpointing,
+        "max_tokens_per_microbatch": learner.micro_batch_tokens,
+        "seed": cfg.seed,
+        "epochs": learner.epochs,
+        "max_training_steps": cfg.max_steps,
+        "train_batch_size": r.functions_per_step,
+        "policy_mini_batch_size": r.functions_per_step // learner.ppo_minibatches,
+        "max_prompt_length": max_input,
+        "ckpt_path": str(out / "checkpoints"),
+        "export_path": str(out / "exports"),
+        "log_path": str(out / "logs"),
+        "ckpt_interval": cfg.save_every if cfg.save_every > 0 else -1,
+        "max_ckpts_to_keep": cfg.keep_checkpoints,
+        "eval_interval": -1,  # evaluation is aac.eval's, on the saved adapters
+        "eval_before_train": False,
+        "project_name": cfg.logging.project,
+        "run_name": cfg.logging.run_name or f"aac-{cfg.recipe_name}",
+        # SkyRL's wandb logger needs WANDB_API_KEY (no offline runs): offline and disabled log to the console
+        "logger": "wandb" if cfg.logging.wandb_mode == "online" else "console",
+    }
+
+
+def _generator(cfg: TrainConfig, max_input: int) -> dict[str, Any]:
+    """SkyRL's `generator` section: turns per episode, one trajectory row per turn, sampling and the engines."""
+    from aac.models import chat_template_kwargs
+
+    r = cfg.rollout
+    return {
+        "n_samples_per_prompt": r.group_size,
+        "max_turns": cfg.env.max_steps,
+        "max_input_length": max_input,
+        "step_wise_trajectories": True,  # one row per turn: each turn gets its own advantage
+        "use_conversation_multi_turn": True,
+        "batched": False,
+        "chat_template_kwargs": chat_template_kwargs(cfg.model.name, dict(cfg.model.chat_template_kwargs)),
+        "sampling_params": {"temperature": r.temperature, "top_p": r.top_p,
+                            "max_generate_length": r.max_tokens_per_turn},
+        "inference_engine": {"model_dtype": str(cfg.model.dtype), "num_engines": max(1, int(r.num_gpus)),
+                             "gpu_memory_utilization": r.gpu_memory_utilization},
     }

@@ -3,9 +3,9 @@ actor saw and did, what the sandbox returned, the critic's score, the reward and
 in OUT/episodes/step_NNNNNN.jsonl.gz (aac/episode_files.py).
 
 `logging.episodes_per_step` sets how many (0: none, -1: all). A resumed run drops the files after its
-checkpoint's step and writes those steps again. `python -m aac.view OUT` draws them; the schema is in
+checkpoint's step and writes those steps again. `python -m aac.view dirs=OUT` draws them; the schema is in
 docs/viewer.md. Prompts are rebuilt by replaying the episode's replies through the protocol
-(`aac.traces.replay`), so the rollout ships no prompt text back; their hash is over the prompt's token
+(`aac.env.replay.replay`), so the rollout ships no prompt text back; their hash is over the prompt's token
 ids, the tokens the learner trained on.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import aac.episode_files as episode_files
 from aac.env.protocol import ProtocolConfig
-from aac.traces import TraceError, replay
+from aac.env.replay import ReplayError, replay
 
 if TYPE_CHECKING:
     from aac.config import TrainConfig
@@ -50,7 +50,7 @@ def episode_record(step: int, ep: ScoredEpisode, advantages: list[float], instan
     if instance is not None:
         try:
             prompts = [t.messages for t in replay(rec, instance, protocol)]
-        except TraceError as e:  # the record is still worth keeping without its prompts
+        except ReplayError as e:  # the record is still worth keeping without its prompts
             log.debug("episode log: no prompts for %s: %s", ep.uid, e)
     turns = []
     for step_rec, turn, adv, messages in zip(rec["steps"], ep.turns, advantages, prompts):

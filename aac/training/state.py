@@ -6,7 +6,7 @@ Resume (`resume=true` with `out_dir=RUN`, or `resume=RUN_DIR`, or `resume=RUN/ch
   `python -m aac.train out_dir=RUN resume=true` needs no `+recipe=`; a key the command line sets
   differently from it is refused in one line, unless it is one of `RESUME_MAY_CHANGE`;
 - the newest intact checkpoint is the one resumed (files checked against its manifest,
-  aac/checkpoint.py): a damaged newer one is named in one warning and left in place; none intact is
+  `aac.run_dir.checkpoint_of`): a damaged newer one is named in one warning and left in place; none intact is
   one line (`CheckpointDamaged`); a run killed before its first checkpoint starts again at step 0
   with its own config;
 - a path with no run (no config.yaml, no checkpoints) is an error (`ResumeError`).
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import aac.checkpoint as checkpoint
+import aac.run_dir as run_dir
 from aac.errors import UserError
 from aac.learner.batching import Sample
 from aac.metrics import truncate
@@ -59,7 +60,6 @@ class LearnerStates:
         return out
 
 
-RUN_CONFIG = "config.yaml"  # RUN/config.yaml: the run's composed config, what a resume restores
 # what a resumed run may set anew (a key, or a section with all its keys): how long it goes on, how often
 # it checkpoints and evaluates, where it writes and logs, how many restarts it allows; every other key is
 # the run's own, and a command line that sets one differently is refused
@@ -94,24 +94,14 @@ def resume_point(resume: object, out_dir: Path) -> Optional[ResumePoint]:
     if want is None:
         return None
     given = Path(out_dir if want == "true" else want).expanduser()
-    run = checkpoint.run_dir_of(given)
-    if given.name.startswith("step_") and given.is_dir():  # one checkpoint, named: that one or an error
-        why = checkpoint.damage(given)
-        if why is not None:
-            raise checkpoint.CheckpointDamaged(f"{given}: {why}; resume from another checkpoint "
-                                               "(nothing was deleted)")
-        return ResumePoint(run, given)
-    root = run / "checkpoints"
-    ckpt, damaged = checkpoint.newest_intact(root)
-    if damaged and ckpt is None:
-        raise checkpoint.CheckpointDamaged(f"{root}: no intact checkpoint ({'; '.join(damaged)}); nothing was "
-                                           "deleted: start a new run (another out_dir), or restore the files")
+    run = run_dir.run_of(given)
+    ckpt, damaged = run_dir.checkpoint_of(given)  # a checkpoint named: that one, intact, or CheckpointDamaged
     if damaged:
         log.warning("resume: %s damaged (%s); resuming from %s", "checkpoints" if len(damaged) > 1 else "checkpoint",
                     "; ".join(damaged), ckpt.name)
-    if ckpt is None and not (run / RUN_CONFIG).is_file():
-        raise ResumeError(f"{given}: no run to resume there (no {RUN_CONFIG}, no checkpoints/); give the out_dir "
-                          "of an aac.train run, or drop resume= to start one")
+    if ckpt is None and run_dir.config_file(run) is None:
+        raise ResumeError(f"{given}: no run to resume there (no {run_dir.CONFIG}, no {run_dir.CHECKPOINTS}/); give the "
+                          "out_dir of an aac.train run, or drop resume= to start one")
     return ResumePoint(run, ckpt)
 
 
@@ -140,10 +130,10 @@ def restore_config(cfg: TrainConfig, point: ResumePoint, overrides: Optional[Seq
 
     from aac.config import TrainConfig, validate
 
-    path = point.run_dir / RUN_CONFIG
-    if not path.is_file():
+    path = run_dir.config_file(point.run_dir)
+    if path is None:
         log.warning("resume: %s has no %s (a run from before it was saved): resuming with this command line's "
-                    "config; give the run's +recipe= and overrides again", point.run_dir, RUN_CONFIG)
+                    "config; give the run's +recipe= and overrides again", point.run_dir, run_dir.CONFIG)
         return cfg
     saved = OmegaConf.merge(OmegaConf.structured(TrainConfig), OmegaConf.load(path))
     mine = OmegaConf.to_container(cfg, resolve=True)
@@ -167,29 +157,22 @@ def _show(value: object) -> str:
     return "(unset)" if value is _ABSENT else str(value)
 
 
-def save_config(cfg: TrainConfig, out_dir: Path, resumed: bool) -> None:
-    """RUN/config.yaml (resolved: a `${now:}` out_dir stays the run's); a resumed run also brings Hydra's copy
-    up to date (`.hydra/config.yaml`, written at the run's first start; a resume's start writes none, see
-    aac/cli.py), as evaluations read the run's protocol from it (aac/eval/run_protocol.py)."""
+def save_config(cfg: TrainConfig, out_dir: Path) -> None:
+    """The run's one saved config (aac/run_dir.py): resolved, so a `${now:}` out_dir stays the run's."""
     from omegaconf import OmegaConf
 
-    text = OmegaConf.to_yaml(cfg, resolve=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / RUN_CONFIG).write_text(text)
-    hydra_copy = out_dir / ".hydra" / "config.yaml"
-    if resumed and hydra_copy.is_file():
-        hydra_copy.write_text(text)
+    run_dir.write_config(out_dir, OmegaConf.to_yaml(cfg, resolve=True))
 
 
 def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[ResumePoint]]:
     """The run's config and where it resumes from: a resumed run's own (RUN/config.yaml), checked against the
     command line's overrides; saved in the run dir either way."""
-    from aac.eval.run_protocol import hydra_overrides
+    from aac.cli import command_line_overrides
 
     point = resume_point(cfg.resume, out_dir)
     if point is not None:
-        cfg = restore_config(cfg, point, hydra_overrides() or None)
-    save_config(cfg, out_dir, resumed=point is not None)
+        cfg = restore_config(cfg, point, command_line_overrides() or None)
+    save_config(cfg, out_dir)
     return cfg, point
 
 

@@ -2,7 +2,7 @@
 update → adapter sync (new version into the engine, checked on a probe) → log → checkpoint → eval.
 
 The pieces come from `aac.assembly.build_run`; what a step does with them is small named functions
-(`play_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed` into a
+(`launch_step`, `batch_advantages`, `AdapterSync`, `HeldOutEval`), each phase timed by `timed` into a
 `time/*_s` metric: rollout, advantages (with the update's samples and the probe's turns), update,
 rollout_ahead_wait, sync, sync_check (the probe before the update included), metrics, eval."""
 

@@ -1,4 +1,4 @@
-"""The episode viewer: `python -m aac.view DIR [DIR2] --out FILE.html` (docs/viewer.md)."""
+"""The episode viewer: `python -m aac.view dirs=DIR[,DIR2] [out=FILE.html]` (docs/viewer.md)."""
 
 from aac.view.page import render, write_page
 

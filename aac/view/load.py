@@ -19,12 +19,12 @@ from typing import Any, Optional
 
 import aac.episode_files as episode_files
 from aac.errors import UserError
+from aac.run_dir import METRICS, run_of
 
 log = logging.getLogger(__name__)
 
 # the files of an aac.eval dir (aac/eval/records.py names them; the viewer reads, never writes them)
 EVAL_EPISODES, EVAL_SCORES, EVAL_RUN, EVAL_REPORT = "episodes.jsonl", "scores.jsonl", "run.json", "report.json"
-METRICS = "metrics.jsonl"
 
 
 class ViewError(UserError, ValueError):
@@ -144,8 +144,8 @@ def load_eval(eval_dir: Path) -> Side:
 
 
 def load(path: str | Path) -> Side:
-    """A training run dir or an eval dir."""
-    path = Path(path)
+    """A training run dir (or a path inside it: a checkpoint, its adapter) or an eval dir."""
+    path = run_of(path)
     if not path.is_dir():
         raise ViewError(f"{path}: no such directory")
     return load_train(path) if (path / episode_files.DIR).is_dir() else load_eval(path)

@@ -1,6 +1,6 @@
 """Descriptions for built rows whose source has none (CRUXEval), written by an LLM through aac.engines.
 
-`--describe-with KIND:MODEL` (e.g. `hf:smollm2_135m`, `vllm:qwen3_8b`, `openai:gpt-4o-mini` with
+`describe_with=KIND:MODEL` (e.g. `hf:smollm2_135m`, `vllm:qwen3_8b`, `openai:gpt-4o-mini` with
 OPENAI_BASE_URL/OPENAI_API_KEY) names the engine. The model sees the function's source and its
 examples (it is the data builder, not the agent) and writes a short description; a reply with no
 usable text leaves the row's description empty. Rows left with an empty description are the ones
@@ -39,11 +39,11 @@ def parse_engine_spec(spec: str) -> tuple[str, str]:
 
     kind, _, model = spec.partition(":")
     if kind not in ENGINES or not model:
-        raise ValueError(f"--describe-with {spec!r}: expected KIND:MODEL with KIND one of {', '.join(ENGINES)}")
+        raise ValueError(f"describe_with={spec}: expected KIND:MODEL with KIND one of {', '.join(ENGINES)}")
     return kind, model
 
 
-def make_describer(spec: str, max_tokens: int = 160):
+def description_writer(spec: str, max_tokens: int = 160):
     """A function `instances -> instances` that fills empty descriptions with the engine of `spec`."""
     from aac.engines import Sampling, make_engine
 

@@ -1,4 +1,5 @@
-"""This machine's speed, printed beside a run's timings so a reader can scale them to their own machine.
+"""This machine's CPU speed, printed beside a run's timings so a reader can scale them to their own machine
+(what a run asks of the GPUs is checked apart, in aac/hardware.py).
 
 Per-core fp32 GFLOP/s: a 1024x1024 @ 1024x1024 float32 matmul (2 * 1024^3 FLOP) on one torch thread, the best
 of a few runs after a warm-up (the best is the least disturbed by other jobs on a shared machine); with the core
@@ -21,14 +22,15 @@ def per_core_gflops(repeats: int = 10) -> float:
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:  # a number for the log only: a failed measurement must not stop a run
-        out = subprocess.run([sys.executable, "-m", "aac.machine", str(repeats)], env=env, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", f"from aac.cpu_speed import measure; print(measure({int(repeats)}))"],
+                             env=env, capture_output=True, text=True, check=True)
         return float(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
         return float("nan")
 
 
-def _measure(repeats: int) -> float:
+def measure(repeats: int) -> float:
+    """Best single-thread fp32 GFLOP/s of an N x N matmul over `repeats` runs, in this process."""
     import torch
 
     torch.set_num_threads(1)
@@ -43,13 +45,8 @@ def _measure(repeats: int) -> float:
     return 2 * N**3 / best / 1e9
 
 
-def describe(gflops: float) -> str:
+def speed_line(gflops: float) -> str:
     """One line: per-core GFLOP/s, cores, load average (what `aac.train` logs at its start and end)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return f"{gflops:.1f} GFLOP/s fp32 per core (1024x1024 matmul, 1 thread), {os.cpu_count()} cores, load {load:.1f}"
 
-
-if __name__ == "__main__":
-    import sys
-
-    print(_measure(int(sys.argv[1]) if len(sys.argv) > 1 else 10))
