@@ -114,34 +114,11 @@ def render_markdown(report: dict) -> str:
         f"| format errors per turn | {fmt(100 * report['format_error_rate'], 1)} % |",
         f"| actor replies lost to engine errors | {report['actor_engine_errors']} |",
     ]
-    qe = report.get("query_efficiency")
-    if qe:
-        ks = [k for k in (1, 2, 3, 5, 10) if k <= len(qe["killed_at_k"])]
-        lines += [
-            f"| mutants killed after {' / '.join(map(str, ks))} queries (oracle) | "
-            f"{' / '.join(fmt(100 * qe['killed_at_k'][k - 1], 0) for k in ks)} % "
-            f"({' / '.join(fmt(100 * qe['oracle_killed_at_k'][k - 1], 0) for k in ks)} %) |",
-            f"| queries to kill 90% of the mutants (oracle) | {fmt(qe['queries_to_90_mean'], 1)} in "
-            f"{fmt(qe['reached_90_pct'], 0)} % of episodes ({fmt(qe['oracle_queries_to_90_mean'], 1)} in "
-            f"{fmt(qe['oracle_reached_90_pct'], 0)} %) |",
-            f"| mutants killed, share of the oracle's with as many queries | {fmt(qe['vs_oracle_mean'])} "
-            f"({qe['episodes']} episodes, {fmt(qe['mutants_mean'], 1)} mutants each) |",
-        ]
+    lines += _query_efficiency_rows(report.get("query_efficiency"))
     if "sandbox" in report:  # reports written before it: none
         sb = report["sandbox"]
         lines.append(f"| sandbox calls timed out / failed | {sb['timeouts']} / {sb['errors']} of {sb['calls']} |")
-    if "service_calls" in report:
-        lines += ["", "## Service calls (virtual execution, SCCGBench-style)", "",
-                  "A coder writes each held-out intent's service-call function from this documentation; Mock: "
-                  "host, route and method of its request equal the gold's; Robust: Mock plus a status check and "
-                  "exception handling; ParamF1: the request's parameter names; output match: the gold's request "
-                  "and return value on each of the intent's test inputs.", "",
-                  "| documentation | intents | Mock | Robust | ParamF1 | output match |", "|---|---|---|---|---|---|"]
-        for row, _, label in SERVICE_CALL_ROWS:
-            m = report["service_calls"].get(row)
-            if m:
-                lines.append(f"| {label} | {m['intents']} | {fmt(m['mock_pct'], 1)} % | {fmt(m['robust_pct'], 1)} % | "
-                             f"{fmt(m['param_f1'])} | {fmt(m['output_match_pct'], 1)} % |")
+    lines += _service_call_rows(report.get("service_calls"))
     if "timing" in report:
         stages = ", ".join(f"{k} {v['seconds']:.0f} s for {v['episodes']} episodes" for k, v in report["timing"].items())
         lines += ["", f"Wall time: {stages}."]
@@ -154,6 +131,41 @@ def render_markdown(report: dict) -> str:
                      f"{fmt(m['description_score']['pct_ge_3'], 1)} % | {fmt(100 * m['code_match']['mean'], 2)} % | "
                      f"{fmt(m['queries_mean'])} | {fmt(m['concluded_pct'], 1)} % |")
     return "\n".join(lines) + "\n"
+
+
+def _query_efficiency_rows(qe: dict | None) -> list[str]:
+    """The summary table's rows of mutants killed per query, beside the greedy oracle's (none without mutants)."""
+    if not qe:
+        return []
+    ks = [k for k in (1, 2, 3, 5, 10) if k <= len(qe["killed_at_k"])]
+    return [
+        f"| mutants killed after {' / '.join(map(str, ks))} queries (oracle) | "
+        f"{' / '.join(fmt(100 * qe['killed_at_k'][k - 1], 0) for k in ks)} % "
+        f"({' / '.join(fmt(100 * qe['oracle_killed_at_k'][k - 1], 0) for k in ks)} %) |",
+        f"| queries to kill 90% of the mutants (oracle) | {fmt(qe['queries_to_90_mean'], 1)} in "
+        f"{fmt(qe['reached_90_pct'], 0)} % of episodes ({fmt(qe['oracle_queries_to_90_mean'], 1)} in "
+        f"{fmt(qe['oracle_reached_90_pct'], 0)} %) |",
+        f"| mutants killed, share of the oracle's with as many queries | {fmt(qe['vs_oracle_mean'])} "
+        f"({qe['episodes']} episodes, {fmt(qe['mutants_mean'], 1)} mutants each) |",
+    ]
+
+
+def _service_call_rows(service_calls: dict | None) -> list[str]:
+    """The web domain's service-call section (none for other domains)."""
+    if not service_calls:
+        return []
+    lines = ["", "## Service calls (virtual execution, SCCGBench-style)", "",
+             "A coder writes each held-out intent's service-call function from this documentation; Mock: "
+             "host, route and method of its request equal the gold's; Robust: Mock plus a status check and "
+             "exception handling; ParamF1: the request's parameter names; output match: the gold's request "
+             "and return value on each of the intent's test inputs.", "",
+             "| documentation | intents | Mock | Robust | ParamF1 | output match |", "|---|---|---|---|---|---|"]
+    for row, _, label in SERVICE_CALL_ROWS:
+        m = service_calls.get(row)
+        if m:
+            lines.append(f"| {label} | {m['intents']} | {fmt(m['mock_pct'], 1)} % | {fmt(m['robust_pct'], 1)} % | "
+                         f"{fmt(m['param_f1'])} | {fmt(m['output_match_pct'], 1)} % |")
+    return lines
 
 
 SAMPLE_CHARS = 240  # characters of a reply or call result in report.md's sample episodes
