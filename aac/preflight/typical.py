@@ -12,7 +12,7 @@ measured rates, labelled so.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from omegaconf import open_dict
 
@@ -21,8 +21,10 @@ from aac.phase import PHASE_NAMES
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
+    from aac.config import RolloutConfig
 
-def phase_caps(rollout: Any) -> dict[str, int]:
+
+def phase_caps(rollout: RolloutConfig) -> dict[str, int]:
     """Each phase's reply budget under a rollout config: its per-phase cap, else its per-turn one."""
     return {p: int(rollout.max_tokens_per_phase.get(p, rollout.max_tokens_per_turn)) for p in PHASE_NAMES}
 
@@ -37,9 +39,9 @@ def capped(cfg: DictConfig) -> DictConfig:
     return out
 
 
-def worst_step(row: dict[str, Any], episodes: int, recipe: DictConfig) -> dict[str, float]:
-    """The recipe's worst step scaled from a measured one (`row`, aac.preflight's step row, of `episodes`
-    episodes): every episode at `env.max_steps` turns, each reply at its phase's cap."""
+def worst_step(row: dict[str, float], episodes: int, recipe: DictConfig) -> dict[str, float]:
+    """The recipe's worst step scaled from a measured one (`row`: the numbers of aac.preflight's step row, of
+    `episodes` episodes): every episode at `env.max_steps` turns, each reply at its phase's cap."""
     caps = phase_caps(recipe.rollout)
     per_episode = recipe.env.max_steps * sum(caps.values()) / len(caps)
     scale = per_episode * episodes / row["generated_tokens"]
