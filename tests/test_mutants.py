@@ -137,7 +137,7 @@ def test_a_row_that_kept_no_mutant_is_scored_by_the_scripted_rule(with_mutants):
 def test_rows_without_the_column_are_refused_in_one_line(with_mutants):
     require_mutants([with_mutants], "data")
     with pytest.raises(DatasetError, match=r"data: critic.kind=mutants needs rows with mutants; 1 of 2 have none "
-                                           r"\(first: m/0\): add them with python -m aac.data.mutants DIR"):
+                                           r"\(first: m/0\): add them with python -m aac.data.mutants folder=DIR"):
         require_mutants([with_mutants, threshold_instance()], "data")
 
 

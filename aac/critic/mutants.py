@@ -46,7 +46,7 @@ def require_mutants(instances: Sequence[Instance], data: str) -> None:
     missing = [i.uid for i in instances if i.mutants is None]
     if missing:
         raise DatasetError(f"{data}: critic.kind=mutants needs rows with mutants; {len(missing)} of {len(instances)} "
-                           f"have none (first: {missing[0]}): add them with python -m aac.data.mutants DIR (a folder "
+                           f"have none (first: {missing[0]}): add them with python -m aac.data.mutants folder=DIR (a folder "
                            "of PAU rows; builtin sets get them when loaded), or set critic.kind=scripted")
 
 

@@ -23,7 +23,6 @@ DIR` adds them to a folder of PAU rows.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -38,6 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from aac.cli import Key, parse_keys
 from aac.data.mutate import candidates, seeded_order
 from aac.env.instance import DatasetError, Instance, Mutant, load_instances, mutants_json
 from aac.errors import entry_point
@@ -221,20 +221,21 @@ def _digest(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 
 
+USAGE = "usage: python -m aac.data.mutants folder=DIR [seed=S]"
+KEYS = (Key("folder", "a folder with train.jsonl and/or test.jsonl (python -m aac.data.build out=DIR)", required=True),
+        Key("seed", "seeds which candidate mutants are tried", int, 0))
+
+
 @entry_point
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m aac.data.mutants",
-                                description="Add the mutants column to a folder of PAU rows, in place.")
-    p.add_argument("folder", help="a folder with train.jsonl and/or test.jsonl (python -m aac.data.build --out DIR)")
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
+    a = parse_keys(argv, KEYS, USAGE, doc="Add the mutants column to a folder of PAU rows, in place.")
     from aac.sandbox.pool import SandboxPool
 
     folder = Path(a.folder)
     splits = [s for s in ("train", "test") if (folder / f"{s}.jsonl").exists()]
     if not splits:
         raise DatasetError(f"{folder}: no train.jsonl or test.jsonl (a folder that python -m aac.data.build "
-                           "--out DIR wrote)")
+                           "out=DIR wrote)")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with SandboxPool(workers=2) as pool:
         print(add_to_folder(folder, pool, splits=splits, seed=a.seed)["text"])
