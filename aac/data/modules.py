@@ -21,8 +21,8 @@ its annotations and from what its body does with each parameter, then typed prob
 
 Skipped, each counted by reason in the build summary (private or unlisted names, classes and async
 functions are no task; the rest cannot run alone in the sandbox): SKIP_REASONS. The builder then drops what it cannot use
-either (unsafe imports or builtins, no arguments, a parameter only a function, a file or an object can
-fill, more code than a row may carry, no input that runs: aac/data/anonymize.py, aac/data/pau.py).
+either (unsafe imports or builtins, no arguments, no input that runs: aac/data/anonymize.py,
+aac/data/pau.py).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from aac.data.inputs import (
     validator_source,
 )
 from aac.data.search import InputSearch, probe_calls
-from aac.data.sources import RawTask, bind, clean_description, read_tasks
+from aac.data.sources import RawTask, bind_signature, clean_description, read_tasks
 from aac.data.summary import BuildSummary
 from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
@@ -131,7 +131,7 @@ class _Builder:
         target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")
         seeds: dict[str, tuple] = {}
         for call in task.seeds:
-            args = bind(call, anon.signature)
+            args = bind_signature(call, anon.signature)
             text = render(args) if args is not None else None
             if text is not None:
                 seeds.setdefault(text, args)

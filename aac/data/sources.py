@@ -361,7 +361,13 @@ def doctest_calls(docstring: str, name: str) -> list[SeedCall]:
     return [c for line in lines for c in literal_calls(line, name)]
 
 
-def bind(call: SeedCall, signature: tuple[Parameter, ...]) -> tuple | None:
+def bind(call: SeedCall, params: tuple[str, ...], defaults: dict[int, ast.expr]) -> tuple | None:
+    """The full positional argument tuple of a call of positional `params` (missing ones from
+    literal `defaults`), or None."""
+    return bind_signature(call, tuple(Parameter(n, "positional", defaults.get(i)) for i, n in enumerate(params)))
+
+
+def bind_signature(call: SeedCall, signature: tuple[Parameter, ...]) -> tuple | None:
     """The black box's argument tuple of a call (missing ones from literal defaults, extra positional
     ones in the *args tuple, unknown keywords in the **kwargs dict), or None when it does not bind
     or gives a fixed parameter (aac.data.anonymize) a value other than its default."""
