@@ -13,7 +13,7 @@ import pytest
 from aac.data.anonymize import anonymize
 from aac.data.build import rows_from_source
 from aac.data.callgraph import keep_reachable
-from aac.data.infer_params import guess_inputs, read_shapes
+from aac.data.infer_params import guess_inputs, needs, read_shapes
 
 # geometry and text helpers of an in-house library: tuple, list and mapping arguments, a parser
 GEOMETRY = '''
@@ -182,6 +182,18 @@ def test_the_body_says_what_each_argument_is():
     assert "seq" in pairs.kinds and pairs.item.size == 2 and "num" in pairs.item.items[1].kinds
     config, name = _shapes("unit_of")
     assert "map" in config.kinds and config.keys == ["default"] and name.member_of is config
+
+
+@pytest.mark.parametrize("code, need", [
+    ("def f(fn, xs):\n    return [fn(x) for x in xs]\n", "a function"),
+    ("def f(xs, key):\n    return sorted(xs, key=key)\n", "a function"),  # with a default it would stay at it
+    ("def f(fp):\n    return fp.read().split()\n", "a file or stream"),
+    ("def f(p):\n    return p.x + p.y\n", "an object (it reads attributes of it)"),
+    ("def f(text):\n    return text.split()\n", None),
+])
+def test_a_parameter_no_literal_can_be_is_named(code, need):
+    anon = anonymize(code, "f")
+    assert needs(read_shapes(anon.source, anon.kinds), {}) == need
 
 
 def test_guesses_hold_the_shape_the_code_accepts_and_near_misses_it_rejects():

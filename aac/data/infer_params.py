@@ -433,6 +433,8 @@ class _Reader:
         func = node.func
         args = [self.expr(a.value if isinstance(a, ast.Starred) else a) for a in node.args]
         keywords = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        if keywords.get("key") is not None:  # sorted(xs, key=f), max(xs, key=f): f is called
+            keywords["key"].add("call")
         if isinstance(func, ast.Attribute):
             owner = self.expr(func.value)
             if isinstance(func.value, ast.Name) and func.value.id in ("math", "cmath"):
