@@ -176,8 +176,8 @@ def test_anonymised_code_still_computes_the_same(sandbox):
     ("import os.path\ndef f(x):\n    return x", "unsafe import"),
     ("def f(x):\n    return eval(x)", "unsafe builtin"),
     ("def f(x):\n    return open(x).read()", "unsafe builtin"),
-    ("def f(*xs):\n    return xs", "varargs"),
     ("def f():\n    return 1", "no arguments"),
+    ("def f(key=None):\n    return key(1)", "no arguments"),  # a function to call is no literal: fixed at None
     ("def g(x):\n    return x", "no entry function"),
     ("def f(x:\n", "syntax error"),
 ])

@@ -36,7 +36,7 @@ from aac.models import aac_home
 log = logging.getLogger(__name__)
 # bump when what a builder writes changes (the PAU builder, or what every builder shares: anonymize,
 # callgraph, examples, inputs, coverage): every cached builtin set is rebuilt
-BUILD_VERSION = 6
+BUILD_VERSION = 7
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,15 @@ one); `module:PKG.func` names one function, public or not.
 
 The black box of a function is the code it reaches in its module (helpers, classes, constants and
 imports: aac/data/callgraph.py), with what it imports from its own package inlined, dependencies
-first: the sandbox has no package, only the row's code runs there. Its docstring is the gold
+first (`from .mod import name`, and `mod.name` where `mod` is a module of the package imported whole):
+the sandbox has no package, only the row's code runs there. Its docstring is the gold
 description (a function without one gets an empty description: code match works, a judge score needs
 a description); the calls in its doctest lines are its first inputs (else the builder's seeds from
-its annotations, then typed probes).
+its annotations and from what its body does with each parameter, then typed probes).
 
 Skipped, each counted by reason in the build summary (private or unlisted names, classes and async
 functions are no task; the rest cannot run alone in the sandbox): SKIP_REASONS. The builder then drops what it cannot use
-either (unsafe imports or builtins, varargs, no arguments, no input that runs: aac/data/anonymize.py,
+either (unsafe imports or builtins, no arguments, no input that runs: aac/data/anonymize.py,
 aac/data/pau.py).
 """
 
@@ -39,7 +40,6 @@ from aac.data.callgraph import keep_reachable
 # what a package may import only when the network is there (the sandbox has none)
 NETWORK_MODULES = frozenset({"urllib", "http", "httpx", "urllib3", "aiohttp", "ftplib", "smtplib", "imaplib",
                              "poplib", "ssl", "websocket", "websockets", "grpc", "boto3", "botocore", "paramiko"})
-MAX_CODE_CHARS = 20000  # the code a row may carry: the critic reads all of it in every prompt
 SKIP_REASONS = {
     "private": "private (its name starts with _)",
     "unlisted": "not in its module's __all__",
@@ -51,7 +51,6 @@ SKIP_REASONS = {
     "missing": "imports a module that is not installed",
     "network": "network import",
     "unresolved": "imports a name its package does not define",
-    "long": f"reaches more than {MAX_CODE_CHARS} characters of code",
 }
 _TEST_NAMES = ("test", "tests", "conftest")
 
@@ -201,15 +200,13 @@ class _Package:
                         raise _Skip("clash", f"{b} in {bound[b]} and {name}")
                 body.append(stmt)
         self._check_imports(body)
-        code = ast.unparse(ast.Module(body=body, type_ignores=[]))
-        if len(code) > MAX_CODE_CHARS:
-            raise _Skip("long", f"{len(code)}")
-        return code
+        return ast.unparse(ast.Module(body=body, type_ignores=[]))
 
     def _reach(self, module: Module, roots: set[str]) -> tuple[list[ast.stmt], list[str], dict[Module, set[str]]]:
         """The statements of `module` that `roots` reach (imports from the package replaced by
         `alias = name` where renamed), the modules they import from, and the names needed of each."""
         tree = copy.deepcopy(self.tree(module))
+        borrowed = self._namespaces(module, tree)
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
         body = [s for s in tree.body if not is_demo_code(s, defined) and not _never_runs(s)]
         # a top-level try/if/with that imports from the package cannot run alone: it goes when the
@@ -223,6 +220,9 @@ class _Package:
             if hit:
                 raise _Skip("nested", f"{sorted(hit)[0]} bound in a top-level block")
         out, deps, wanted = [], [], {}
+        for name in sorted(read & set(borrowed)):  # `mod.name` became `name`: inlined from mod
+            wanted.setdefault(borrowed[name], set()).add(name)
+            deps.append(borrowed[name].name)
         for stmt in kept:
             if isinstance(stmt, ast.Import) and any(self.own(a.name) for a in stmt.names):
                 raise _Skip("namespace", f"import {stmt.names[0].name}")
@@ -242,6 +242,57 @@ class _Package:
                                           lineno=0))
             deps.append(target.name)
         return out, deps, wanted
+
+    def _namespaces(self, module: Module, tree: ast.Module) -> dict[str, Module]:
+        """Rewrite `mod.name` to `name` where `mod` is a module of the package imported at the top
+        (`from . import mod`, `from pkg import mod`, `import pkg.mod`) and `name` is defined at its top
+        and not in this module; such an import goes once nothing else uses it. Returns the names
+        rewritten and the module each comes from (to inline); other uses keep the import (skipped)."""
+        aliases: dict[str, Module] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ImportFrom) and (stmt.level or self.own(stmt.module)):
+                source = self._absolute(module, stmt)
+                for a in stmt.names:
+                    if a.name != "*" and (target := locate(f"{source}.{a.name}")) is not None:
+                        aliases[a.asname or a.name] = target
+            elif isinstance(stmt, ast.Import):
+                for a in stmt.names:
+                    if self.own(a.name) and (target := locate(a.name if a.asname else a.name.split(".")[0])):
+                        aliases[a.asname or a.name.split(".")[0]] = target
+        if not aliases:
+            return {}
+        local = _top_names(tree) - set(aliases)
+        borrowed: dict[str, Module] = {}
+        package = self
+
+        class Rewrite(ast.NodeTransformer):
+            def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+                chain, base = [], node
+                while isinstance(base, ast.Attribute):
+                    chain.append(base.attr)
+                    base = base.value
+                if not (isinstance(base, ast.Name) and base.id in aliases and isinstance(node.ctx, ast.Load)):
+                    return self.generic_visit(node)
+                target, chain = aliases[base.id], chain[::-1]
+                while len(chain) > 1 and target.folder is not None and (sub := locate(f"{target.name}.{chain[0]}")):
+                    target, chain = sub, chain[1:]
+                name = chain[0]
+                if name in local or name not in _top_names(package.tree(target)) or borrowed.get(name, target) != target:
+                    return self.generic_visit(node)
+                borrowed[name] = target
+                out: ast.expr = ast.Name(name, ast.Load())
+                for attr in chain[1:]:
+                    out = ast.Attribute(out, attr, ast.Load())
+                return ast.copy_location(out, node)
+
+        Rewrite().visit(tree)
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        for stmt in tree.body:  # an import whose every use was rewritten binds nothing still read
+            if isinstance(stmt, ast.Import | ast.ImportFrom):
+                stmt.names = [a for a in stmt.names if (a.asname or a.name.split(".")[0]) not in aliases
+                              or (a.asname or a.name.split(".")[0]) in used]
+        tree.body = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom) or s.names]
+        return borrowed
 
     def _own_import(self, node: ast.AST) -> bool:
         return (isinstance(node, ast.ImportFrom) and bool(node.level or self.own(node.module))) or (

@@ -3,9 +3,11 @@
 Per source row: drop code importing os/sys/subprocess/shutil/socket/requests (or using eval/exec/
 open/...); strip docstrings, annotations and the entry's defaults; keep only the top-level code the
 entry reaches (aac/data/callgraph.py); rename the entry to `test_func`, its parameters to `arg0..`
-and every other function to `helper0..` (no original name or docstring survives); infer
-`validate_input_args` from the types of the source's own test inputs; run the source's test inputs
-and seeded type-aware mutations of them in the sandbox; keep the inputs that raise branch coverage
+and every other function to `helper0..` (no original name or docstring survives); a generator's
+output is the list it yields, and a function that returns nothing but changes an argument in place
+returns that argument; infer `validate_input_args` from the types of the source's own test inputs
+(where it has none: of those its annotations and body suggest that run, aac/data/infer_params.py);
+run the source's test inputs and seeded type-aware mutations of them in the sandbox; keep the inputs that raise branch coverage
 (coverage.py, branch=True, on the anonymised function, in an isolated child) or give new outputs;
 pick 2 context examples with distinct outputs; keep rows with >= 4 test examples that reproduce on
 a second sandbox run; then each kept row's mutants (aac/data/mutants.py: single-point changes of the
@@ -18,6 +20,7 @@ as their repr string (as the published rows are).
 
 from __future__ import annotations
 
+import ast
 import queue
 import random
 import threading
@@ -29,9 +32,18 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from aac.data.anonymize import VALIDATOR, RejectedCode, anonymize, fingerprint, with_validator
+from aac.data.anonymize import (
+    VALIDATOR,
+    RejectedCode,
+    anonymize,
+    fingerprint,
+    returning_arguments,
+    returns_value,
+    with_validator,
+)
 from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.examples import Example, stored_output, two_distinct, unreproduced
+from aac.data.infer_params import changed_arguments, guess_inputs, needs, read_shapes
 from aac.data.inputs import (
     Mutator,
     annotation_seeds,
@@ -42,7 +54,7 @@ from aac.data.inputs import (
 )
 from aac.data.mutants import MAX_MUTANTS, add_mutants
 from aac.data.search import InputSearch, probe_calls
-from aac.data.sources import RawTask, bind, clean_description, read_tasks
+from aac.data.sources import RawTask, bind_signature, clean_description, read_tasks
 from aac.data.summary import BuildSummary
 from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
@@ -58,7 +70,9 @@ class BuildConfig:
     search_budget: int = 24  # inputs drawn by the shape search (hypothesis) per later batch; 0: off
     target_budget: int = 32  # branch-targeted inputs (aac.data.targets) per batch after the rounds; 0: off
     target_rounds: int = 2  # such batches while arcs stay missed (the second also mutates what the first found)
-    probe_budget: int = 32  # typed guesses for a function whose source shows no input; 0: drop it
+    # guesses for a function whose source shows no input: first those its body suggests (aac/data/infer_params.py),
+    # then common types; 0: drop such a function
+    probe_budget: int = 32
     min_tests: int = 4
     max_tests: int = 10
     call_timeout_s: float = 0.2  # candidates slower than max_call_s are dropped anyway: cut them short
@@ -67,6 +81,10 @@ class BuildConfig:
     coverage_call_timeout_s: float = 1.0  # tracing slows calls down
     coverage_budget_s: float = 1.0  # per batch; inputs past it get no arcs (they may still show new outputs)
     max_output_chars: int = 300
+    # the code a row may carry, as it carries it (only what the entry can run: aac/data/callgraph.py).
+    # Each sandbox call executes it anew (0.4-0.6 ms at 22-43 KB, against the 0.1 s a kept call may
+    # take) and the critic reads its first 2000 characters; the bound keeps a row from carrying a package
+    max_code_chars: int = 50_000
     workers: int = 2  # functions built in parallel (sandbox workers and coverage helpers each)
     mutants: int = MAX_MUTANTS  # per row, at most (0: no mutants column)
 
@@ -108,18 +126,21 @@ class _Builder:
     def _run(self, task: RawTask) -> RowResult:
         cfg = self.cfg
         anon = anonymize(task.code, task.entry_point)
+        if len(anon.source) > cfg.max_code_chars:
+            raise RejectedCode(f"reaches more than {cfg.max_code_chars} characters of code")
+        shapes = read_shapes(anon.source, anon.kinds)
+        if (changed := changed_arguments(shapes)) and not returns_value(anon.source):
+            anon = returning_arguments(anon, changed)
         rng = random.Random(f"{cfg.seed}:{task.task_id}")
         target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")
         seeds: dict[str, tuple] = {}
         for call in task.seeds:
-            args = bind(call, anon.params, anon.defaults)
+            args = bind_signature(call, anon.signature)
             text = render(args) if args is not None else None
             if text is not None:
                 seeds.setdefault(text, args)
         if not seeds:
-            seeds = {t: a for a in annotation_seeds(anon.annotations, rng) if (t := render(a)) is not None}
-        if not seeds and cfg.probe_budget:
-            seeds = self._probe(anon, rng)
+            seeds = self._guessed(anon, shapes, rng)
         if not seeds:
             raise RejectedCode("no literal test inputs")
         code = with_validator(anon, validator_source(infer_types(list(seeds.values()))))
@@ -183,11 +204,30 @@ class _Builder:
                  for line in {a for a, _ in missed}}
         return targeted_inputs(plain, missed, bases, self.cfg.target_budget, rng, seen)
 
-    def _probe(self, anon, rng: random.Random) -> dict[str, tuple]:
-        """Seeds for a function whose source shows no input: typed guesses that run, of the type
-        signature most of them share (one coherent domain for the validator)."""
+    def _guessed(self, anon, shapes: list, rng: random.Random) -> dict[str, tuple]:
+        """Seeds for a function whose source shows no call: its annotations' seeds and the inputs
+        its body suggests (aac/data/infer_params.py) that run, else common types that run.
+        RejectedCode when an argument needs what no literal is (a function, a file, an object)."""
+        cfg = self.cfg
+        seeds = {t: a for a in annotation_seeds(anon.annotations, rng) if (t := render(a)) is not None}
+        defaults = _literal_defaults(anon)
+        if (need := needs(shapes, defaults)) is not None:
+            raise RejectedCode(f"takes {need}")
+        if not cfg.probe_budget:
+            return seeds
+        # the code's own words first (`null`, `true`: what a parser further in compares with)
+        words = tuple(sorted((c for c in code_constants(anon.source, limit=200) if type(c) is str),
+                             key=lambda c: not (c.isalpha() and len(c) > 1)))
+        guesses = [(t, a) for a in guess_inputs(shapes, defaults, rng, names=anon.params, strings=words,
+                                                 n=cfg.probe_budget) if (t := render(a)) is not None]
+        typed = {_signature(a) for a in seeds.values()}  # annotations, where given, say the types
+        seeds |= self._running(anon, [(t, a) for t, a in guesses if not typed or _signature(a) in typed])
+        return seeds or self._running(anon, probe_calls(anon.arity, cfg.probe_budget, rng.randrange(2**32)))
+
+    def _running(self, anon, guesses: list[tuple[str, tuple]]) -> dict[str, tuple]:
+        """Seeds for a function whose source shows no input: the (rendered) guesses that run,
+        of the type signature most of them share (one coherent domain for the validator)."""
         plain = with_validator(anon, f"def {VALIDATOR}(*args):\n    pass\n")
-        guesses = probe_calls(anon.arity, self.cfg.probe_budget, rng.randrange(2**32))
         results = self._call_many(plain, [text for text, _ in guesses], self.cfg.call_timeout_s)
         ran = [(text, args) for (text, args), r in zip(guesses, results)
                if r and r.ok and stored_output(r, self.cfg.max_output_chars) is not None
@@ -322,6 +362,17 @@ class _Builder:
             stored = stored_output(result, self.cfg.max_output_chars) if result and result.ok else None
             if stored is None or stored[1] != e.key:
                 raise RejectedCode("nondeterministic")
+
+
+def _literal_defaults(anon) -> dict[int, object]:
+    """The arguments' defaults that are literals, by position."""
+    out = {}
+    for i, node in anon.defaults.items():
+        try:
+            out[i] = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return out
 
 
 def _signature(args: tuple) -> tuple:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aac.data.anonymize import parse_quietly
+from aac.data.anonymize import Parameter, bind_call, parse_quietly
 from aac.data.modules import ModuleFunction, ModuleSourceError, module_functions
 from aac.errors import UserError
 
@@ -362,23 +362,31 @@ def doctest_calls(docstring: str, name: str) -> list[SeedCall]:
 
 
 def bind(call: SeedCall, params: tuple[str, ...], defaults: dict[int, ast.expr]) -> tuple | None:
-    """The full positional argument tuple of a call (missing ones from literal defaults), or None."""
-    if len(call.args) > len(params):
-        return None
-    args = list(call.args)
-    for i in range(len(args), len(params)):
-        if params[i] in call.kwargs:
-            args.append(call.kwargs[params[i]])
-        elif i in defaults:
-            try:
-                args.append(ast.literal_eval(defaults[i]))
-            except (ValueError, TypeError, SyntaxError):
-                return None
-        else:
+    """The full positional argument tuple of a call of positional `params` (missing ones from
+    literal `defaults`), or None."""
+    return bind_signature(call, tuple(Parameter(n, "positional", defaults.get(i)) for i, n in enumerate(params)))
+
+
+def bind_signature(call: SeedCall, signature: tuple[Parameter, ...]) -> tuple | None:
+    """The black box's argument tuple of a call (missing ones from literal defaults, extra positional
+    ones in the *args tuple, unknown keywords in the **kwargs dict), or None when it does not bind
+    or gives a fixed parameter (aac.data.anonymize) a value other than its default."""
+    def default(p):
+        try:
+            return (ast.literal_eval(p.default),)
+        except (ValueError, TypeError, SyntaxError):
             return None
-    if set(call.kwargs) - set(params[len(call.args):]):
+
+    bound = bind_call(signature, [(v,) for v in call.args], {k: (v,) for k, v in call.kwargs.items()},
+                      default=default, pack_tuple=lambda xs: (tuple(x for (x,) in xs),),
+                      pack_dict=lambda d: ({k: x for k, (x,) in d.items()},))
+    if bound is None:
         return None
-    return tuple(args)
+    args, fixed = bound
+    params = {p.name: p for p in signature}
+    if any(default(params[k]) != v for k, v in fixed.items()):
+        return None
+    return tuple(x for (x,) in args)
 
 
 def _called_def(code: str, tests: list) -> str | None:
