@@ -306,31 +306,39 @@ class _Reader:
             a, b = self.expr(node.body), self.expr(node.orelse)
             return a or b
         if isinstance(node, ast.JoinedStr):
-            for v in node.values:
-                if isinstance(v, ast.FormattedValue) and (shape := self.expr(v.value)) is not None and v.format_spec:
-                    spec = ast.unparse(v.format_spec)
-                    shape.add("float" if any(c in spec for c in "fe%") else "int" if "d" in spec else "num")
+            self.formatted(node)
             return None
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
-            source = None
-            for gen in node.generators:
-                iterated = self.expr(gen.iter) if source is None else None
-                item = self.iterate(gen.iter)
-                source = source or iterated
-                self.bind(gen.target, item)
-                for cond in gen.ifs:
-                    self.test(cond)
-            parts = [self.expr(p) for p in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,))]
-            # a map over the items (`[p.strip() for p in parts]`) has the shape of what it walks
-            if source is not None and parts[0] is not None and parts[0] in (source.item, source.key) and \
-                    not isinstance(node, ast.DictComp):
-                return source
-            return None
+            return self.comprehension(node)
         if isinstance(node, ast.Lambda):
             return None
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.expr(child)
+        return None
+
+    def formatted(self, node: ast.JoinedStr) -> None:
+        """An f-string: a tracked value under a numeric format spec (`{x:.2f}`, `{n:d}`) is a number."""
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue) and (shape := self.expr(v.value)) is not None and v.format_spec:
+                spec = ast.unparse(v.format_spec)
+                shape.add("float" if any(c in spec for c in "fe%") else "int" if "d" in spec else "num")
+
+    def comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> ValueShape | None:
+        """A comprehension: its targets bound to the items it walks; a map over the items has their source's shape."""
+        source = None
+        for gen in node.generators:
+            iterated = self.expr(gen.iter) if source is None else None
+            item = self.iterate(gen.iter)
+            source = source or iterated
+            self.bind(gen.target, item)
+            for cond in gen.ifs:
+                self.test(cond)
+        parts = [self.expr(p) for p in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,))]
+        # a map over the items (`[p.strip() for p in parts]`) has the shape of what it walks
+        if source is not None and parts[0] is not None and parts[0] in (source.item, source.key) and \
+                not isinstance(node, ast.DictComp):
+            return source
         return None
 
     def arith(self, shape: ValueShape | None, other: ValueShape | None, op: ast.operator, other_node: ast.expr | None = None) -> None:
@@ -436,21 +444,7 @@ class _Reader:
         if keywords.get("key") is not None:  # sorted(xs, key=f), max(xs, key=f): f is called
             keywords["key"].add("call")
         if isinstance(func, ast.Attribute):
-            owner = self.expr(func.value)
-            if isinstance(func.value, ast.Name) and func.value.id in ("math", "cmath"):
-                for a in args:
-                    if a is not None:
-                        a.add("num")
-                return None
-            if isinstance(func.value, ast.Constant) and type(func.value.value) is str:
-                if func.attr == "join" and args and args[0] is not None:
-                    args[0].add("seq").any_item().add("str")
-                return None
-            if owner is None:
-                return None
-            if owner.cls is not None:
-                return self.follow(owner.cls, func.attr, node, args, keywords, owner)
-            return self.method(owner, func.attr, node, args)
+            return self.attribute_call(func, node, args, keywords)
         if not isinstance(func, ast.Name):
             return None
         name = func.id
@@ -463,6 +457,30 @@ class _Reader:
             instance = ValueShape({"obj"}, cls=name)
             self.follow(name, "__init__", node, args, keywords, instance)
             return instance
+        return self.builtin_call(name, node, args)
+
+    def attribute_call(self, func: ast.Attribute, node: ast.Call, args: list[ValueShape | None],
+                       keywords: dict[str | None, ValueShape | None]) -> ValueShape | None:
+        """`x.f(...)`: math's functions take numbers, `"sep".join` strings, an instance of the module's class runs
+        its method, a tracked value's method says what the value is."""
+        owner = self.expr(func.value)
+        if isinstance(func.value, ast.Name) and func.value.id in ("math", "cmath"):
+            for a in args:
+                if a is not None:
+                    a.add("num")
+            return None
+        if isinstance(func.value, ast.Constant) and type(func.value.value) is str:
+            if func.attr == "join" and args and args[0] is not None:
+                args[0].add("seq").any_item().add("str")
+            return None
+        if owner is None:
+            return None
+        if owner.cls is not None:
+            return self.follow(owner.cls, func.attr, node, args, keywords, owner)
+        return self.method(owner, func.attr, node, args)
+
+    def builtin_call(self, name: str, node: ast.Call, args: list[ValueShape | None]) -> ValueShape | None:
+        """A builtin applied to tracked values: what each builtin says of its arguments."""
         if name in _NUM_FUNCS:
             for a in args:
                 if a is not None:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from aac.data.anonymize import (
     VALIDATOR,
+    Anonymized,
     RejectedCode,
     anonymize,
     fingerprint,
@@ -43,7 +44,7 @@ from aac.data.anonymize import (
 )
 from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.examples import Example, stored_output, two_distinct, unreproduced
-from aac.data.infer_params import changed_arguments, guess_inputs, needs, read_shapes
+from aac.data.infer_params import ValueShape, changed_arguments, guess_inputs, needs, read_shapes
 from aac.data.inputs import (
     Mutator,
     annotation_seeds,
@@ -123,26 +124,37 @@ class _Builder:
         finally:
             self.lock.acquire()
 
-    def _run(self, task: RawTask) -> RowResult:
-        cfg = self.cfg
+    def _anonymized(self, task: RawTask) -> tuple[Anonymized, list[ValueShape]]:
+        """The task's code as `test_func`, within the size bound, returning what it changes in place; and what
+        its body says of each parameter."""
         anon = anonymize(task.code, task.entry_point)
-        if len(anon.source) > cfg.max_code_chars:
-            raise RejectedCode(f"reaches more than {cfg.max_code_chars} characters of code")
+        if len(anon.source) > self.cfg.max_code_chars:
+            raise RejectedCode(f"reaches more than {self.cfg.max_code_chars} characters of code")
         shapes = read_shapes(anon.source, anon.kinds)
         if (changed := changed_arguments(shapes)) and not returns_value(anon.source):
             anon = returning_arguments(anon, changed)
-        rng = random.Random(f"{cfg.seed}:{task.task_id}")
-        target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")
+        return anon, shapes
+
+    def _seeds(self, task: RawTask, anon: Anonymized, shapes: list[ValueShape], rng: random.Random) -> dict[str, tuple]:
+        """The first inputs: the task's own literal calls (doctests, tests) bound to the signature, else the ones
+        read from the body."""
         seeds: dict[str, tuple] = {}
         for call in task.seeds:
             args = bind_signature(call, anon.signature)
             text = render(args) if args is not None else None
             if text is not None:
                 seeds.setdefault(text, args)
-        if not seeds:
-            seeds = self._guessed(anon, shapes, rng)
+        seeds = seeds or self._guessed(anon, shapes, rng)
         if not seeds:
             raise RejectedCode("no literal test inputs")
+        return seeds
+
+    def _run(self, task: RawTask) -> RowResult:
+        cfg = self.cfg
+        anon, shapes = self._anonymized(task)
+        rng = random.Random(f"{cfg.seed}:{task.task_id}")
+        target_rng = random.Random(f"{cfg.seed}:{task.task_id}:targets")
+        seeds = self._seeds(task, anon, shapes, rng)
         code = with_validator(anon, validator_source(infer_types(list(seeds.values()))))
         search = InputSearch(list(seeds.values()), code_constants(anon.source)) if cfg.search_budget else None
 
