@@ -28,6 +28,7 @@ from itertools import combinations
 from pathlib import Path
 
 from aac.data.anonymize import VALIDATOR, RejectedCode, anonymize, fingerprint, with_validator
+from aac.data.classes import build_module_class
 from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.examples import Example, stored_output, two_distinct, unreproduced
 from aac.data.inputs import (
@@ -39,7 +40,8 @@ from aac.data.inputs import (
     validator_source,
 )
 from aac.data.search import InputSearch, probe_calls
-from aac.data.sources import RawTask, bind, clean_description, read_tasks
+from aac.data.sources import RawClass, RawTask, bind, clean_description, read_tasks
+from aac.data.stateful import StatefulConfig
 from aac.data.summary import BuildSummary
 from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
@@ -339,15 +341,20 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
     """Instances built from a source spec (see module doc) and the summary of the run.
 
     A function whose `fingerprint` was seen before in the source, or is in `exclude`, is dropped
-    as a duplicate; `sample` builds a seeded random sample of that many of the remaining tasks."""
+    as a duplicate; `sample` builds a seeded random sample of that many of the remaining tasks.
+    A class (`module:`) becomes a row of the stateful domain (aac/data/classes.py), its drop reason
+    counted as `class: REASON`."""
     start = time.monotonic()
     summary = BuildSummary(source)
-    tasks: list[RawTask] = []
+    tasks: list[RawTask | RawClass] = []
     seen = set(exclude)
     for item in read_tasks(source):
         if limit is not None and summary.rows_in >= limit:
             break
         summary.rows_in += 1
+        if isinstance(item, RawClass):
+            tasks.append(item)
+            continue
         if not isinstance(item, RawTask):
             summary.dropped[item[1]] += 1
             continue
@@ -378,7 +385,8 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
                     free.put(builder)
 
             with ThreadPoolExecutor(cfg.workers) as ex:
-                results = list(ex.map(run, tasks))
+                results = list(ex.map(run, [t for t in tasks if isinstance(t, RawTask)]))
+            results += [_class_row(t, pool, runners[0], cfg) for t in tasks if isinstance(t, RawClass)]
     finally:
         for r in runners:
             r.close()
@@ -391,6 +399,11 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
         summary.keep(res.instance, res.coverage)
     summary.seconds = time.monotonic() - start
     return instances, summary
+
+
+def _class_row(raw: RawClass, pool, coverage: CoverageRunner, cfg: BuildConfig) -> RowResult:
+    res = build_module_class(raw, pool, coverage, StatefulConfig(seed=cfg.seed))
+    return RowResult(raw.task_id, res.instance, None if res.reason is None else f"class: {res.reason}", res.coverage)
 
 
 def verify(path: str | Path, *, timeout_s: float = 5.0) -> dict:
