@@ -41,7 +41,6 @@ from aac.data.inputs import (
 )
 from aac.data.search import InputSearch, probe_calls
 from aac.data.sources import RawClass, RawTask, bind, clean_description, read_tasks
-from aac.data.stateful import StatefulConfig
 from aac.data.summary import BuildSummary
 from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
@@ -402,7 +401,7 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
 
 
 def _class_row(raw: RawClass, pool, coverage: CoverageRunner, cfg: BuildConfig) -> RowResult:
-    res = build_module_class(raw, pool, coverage, StatefulConfig(seed=cfg.seed))
+    res = build_module_class(raw, pool, coverage, cfg.seed)
     return RowResult(raw.task_id, res.instance, None if res.reason is None else f"class: {res.reason}", res.coverage)
 
 
