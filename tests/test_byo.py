@@ -2,7 +2,7 @@
 package (examples/fieldnotes, never seen by aac) on PYTHONPATH and no edit inside aac/: build its rows,
 train 1 step, evaluate, describe one of its functions, export the adapter. Then what each command wrote:
 the exported adapter's (and the merged model's) log-probs against the run's adapter, the model card, the
-describe pages, both forms of `checkpoint=`, and the one-line refusals."""
+describe pages (a class of a package too), both forms of `checkpoint=`, and the one-line refusals."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ TINY = ["+recipe=tiny", "logging.progress=false"]
 TRAIN = [*TINY, "rollout.placement=local", "max_steps=1", "env.max_steps=3", "rollout.max_tokens_per_turn=8",
          "rollout.functions_per_step=1", "rollout.group_size=2", "env.limit=4"]
 FUNCTION = "fieldnotes.units.parse_size"
+CLASS = "shopfloor.loyalty.LoyaltyAccount"  # tests/data/pkgs: a shop library written for the builder's tests
 PLAY = [*TINY, "eval.max_calls=1", "eval.max_tokens_per_turn=8", "eval.judge_max_tokens=8", "env.sandbox.workers=1"]
 
 
@@ -209,6 +210,24 @@ def test_describe_without_a_checkpoint_plays_the_base_model(guide, tmp_path):
     assert "Played by `tiny_qwen3`, " in path.read_text() and page.episode["num_queries"] <= 1
     assert page.score is None and "**not rated**" in path.read_text()  # eval.score=false: no judge
     assert (tmp_path / "index.md").read_text().count("](") == 1
+
+
+def test_a_class_from_its_package_to_describe(guide, tmp_path, monkeypatch):
+    # a class of a package never seen by aac (no doctests, no tests of its own): built into a stateful row by
+    # describe's own build, played by the guide's checkpoint (trained on functions) and judged on its docstrings
+    from aac.config import compose
+    from aac.describe import describe
+
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "data" / "pkgs"))
+    overrides = [*PLAY, f"eval.checkpoint={guide['ckpt']}", f"describe.target=module:{CLASS}", f"out_dir={tmp_path}"]
+    ((page, path),) = describe(compose(*overrides, config_name="describe_config"), overrides=overrides)
+    text = path.read_text()
+    assert path.name == f"{CLASS}.md" and page.row["domain"] == "stateful"
+    assert "class Obj: new(arg0, arg1); m0(arg0); m1(arg0); m2()" in text
+    assert "> A member's loyalty account: points earned per whole euro spent" in text  # the gold description
+    assert "Judge's score against the gold description: **" in text and page.score is not None
+    assert "| `new(" in text.split("## Episode")[0]  # the context sequences, call by call
+    assert json.loads((tmp_path / "run.json").read_text())["checkpoint"].endswith("step_000001/adapter")
 
 
 def test_describe_plays_again_a_function_that_changed_since_the_last_describe_into_its_folder(tmp_path):
