@@ -212,22 +212,27 @@ def test_describe_without_a_checkpoint_plays_the_base_model(guide, tmp_path):
     assert (tmp_path / "index.md").read_text().count("](") == 1
 
 
-def test_a_class_from_its_package_to_describe(guide, tmp_path, monkeypatch):
-    # a class of a package never seen by aac (no doctests, no tests of its own): built into a stateful row by
-    # describe's own build, played by the guide's checkpoint (trained on functions) and judged on its docstrings
+def test_a_package_with_classes_from_its_build_to_describe(guide, tmp_path, monkeypatch):
+    # a package never seen by aac (tests/data/pkgs/shopfloor: no doctests): describe's own build makes its
+    # functions PAU rows and its classes stateful rows; the guide's checkpoint (trained on functions) plays
+    # each domain in a folder of its own, judged on the docstrings
     from aac.config import compose
     from aac.describe import describe
 
     monkeypatch.syspath_prepend(str(ROOT / "tests" / "data" / "pkgs"))
-    overrides = [*PLAY, f"eval.checkpoint={guide['ckpt']}", f"describe.target=module:{CLASS}", f"out_dir={tmp_path}"]
-    ((page, path),) = describe(compose(*overrides, config_name="describe_config"), overrides=overrides)
-    text = path.read_text()
-    assert path.name == f"{CLASS}.md" and page.row["domain"] == "stateful"
-    assert "class Obj: new(arg0, arg1); m0(arg0); m1(arg0); m2()" in text
+    overrides = [*PLAY, f"eval.checkpoint={guide['ckpt']}", "describe.target=module:shopfloor", f"out_dir={tmp_path}"]
+    pages = describe(compose(*overrides, config_name="describe_config"), overrides=overrides)
+    where = {page.episode["uid"]: path.relative_to(tmp_path).as_posix() for page, path in pages}
+    assert where[CLASS] == f"stateful/{CLASS}.md" and where["shopfloor.pricing.parse_sku"] == "pau/shopfloor.pricing.parse_sku.md"
+    assert len(where) == 7 and f"]({where[CLASS]})" in (tmp_path / "index.md").read_text()
+    page = next(p for p, _ in pages if p.episode["uid"] == CLASS)
+    text = (tmp_path / where[CLASS]).read_text()
+    assert page.row["domain"] == "stateful" and "class Obj: new(arg0, arg1); m0(arg0); m1(arg0); m2()" in text
     assert "> A member's loyalty account: points earned per whole euro spent" in text  # the gold description
     assert "Judge's score against the gold description: **" in text and page.score is not None
     assert "| `new(" in text.split("## Episode")[0]  # the context sequences, call by call
-    assert json.loads((tmp_path / "run.json").read_text())["checkpoint"].endswith("step_000001/adapter")
+    for domain in ("pau", "stateful"):  # one eval each, of the checkpoint
+        assert json.loads((tmp_path / domain / "run.json").read_text())["checkpoint"].endswith("step_000001/adapter")
 
 
 def test_describe_plays_again_a_function_that_changed_since_the_last_describe_into_its_folder(tmp_path):

@@ -474,7 +474,7 @@ def find_resources(operations: list[Operation]) -> list[Resource]:
     return [r for r in out.values() if r.items and ("read" in r.ops or "change" in r.ops or "delete" in r.ops)]
 
 
-def _typed_id(param: Param, value: Any) -> Any:
+def _typed_id(param: Param, value: object) -> object:
     """An id as the route hands it to its handler: an integer parameter's as an int."""
     return int(value) if param.kind == "integer" and re.fullmatch(r"-?\d+", str(value)) else value
 

@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from aac.data.anonymize import parse_quietly
 
@@ -227,7 +226,7 @@ class _FileReader:
                     name, steps = fixtures[arg.arg]
                     objects[arg.arg] = (name, list(steps))
         finished: list = []
-        bound: dict[str, Any] = {}
+        bound: dict[str, object] = {}
         for stmt in _statements(scope.body if isinstance(scope, ast.FunctionDef | ast.Module) else []):
             _bind_literals(stmt, bound)
             target = value = built = None
@@ -292,7 +291,7 @@ def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
 
 def _scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, dict]]:
     """The module and each function in it, with the literal names bound in each."""
-    bound: dict[str, Any] = {}
+    bound: dict[str, object] = {}
     for stmt in tree.body:
         _bind_literals(stmt, bound)
     yield ast.Module(body=[s for s in tree.body if not isinstance(s, ast.FunctionDef | ast.ClassDef)],
@@ -337,7 +336,7 @@ def _calls_in(scope: ast.AST) -> Iterator[ast.Call]:
                 yield node
 
 
-def _bind_literals(stmt: ast.stmt, bound: dict[str, Any]) -> None:
+def _bind_literals(stmt: ast.stmt, bound: dict[str, object]) -> None:
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
         try:
             bound[stmt.targets[0].id] = ast.literal_eval(stmt.value)
@@ -345,7 +344,7 @@ def _bind_literals(stmt: ast.stmt, bound: dict[str, Any]) -> None:
             bound.pop(stmt.targets[0].id, None)
 
 
-def _literal_call(node: ast.Call, bound: dict[str, Any]) -> Call | None:
+def _literal_call(node: ast.Call, bound: dict[str, object]) -> Call | None:
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
         return None
 
