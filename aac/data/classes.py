@@ -44,8 +44,17 @@ from aac.data.search import probe_calls
 from aac.data.sources import RawClass, SeedCall, bind, clean_description
 from aac.data.stateful import AnonClass, ClassResult, StatefulConfig, build_class
 from aac.data.test_seeds import READ, doctest_sequences
-from aac.env.domains.stateful import CLASS, NEW, RECORD_HARNESS, calls_literal, render_header, step_error
+from aac.env.domains.stateful import (
+    CLASS,
+    NEW,
+    RAISED,
+    RECORD_HARNESS,
+    calls_literal,
+    render_header,
+    step_error,
+)
 from aac.sandbox.pool import SandboxPool
+from aac.sandbox.result import CallKind
 
 CLASS_REASONS = {
     "methods": "no public methods",
@@ -56,6 +65,7 @@ NOT_REPRODUCED = "not reproduced on a second run"  # aac.data.stateful's reason 
 MAX_DESCRIPTION_WORDS = 160  # a class's gold description: its docstring and a line per member
 PROBES = 24  # typed guesses per member
 POOL = 6  # argument tuples kept per member: few, so the methods of a sequence share values
+MAX_SOURCES = 24  # other calls whose arguments a method is tried with
 MAX_PREFIXES = 3  # states a method is tried in besides a fresh object: seed sequences, then one call of each method
 FRESH_OBJECTS = 3  # constructor calls whose fresh objects every method is tried on
 # a class without hand-written seeds needs more sequences than a built-in one (3 rounds of 24): on the shop
@@ -63,6 +73,15 @@ FRESH_OBJECTS = 3  # constructor calls whose fresh objects every method is tried
 SEARCH_ROUNDS = 5
 SEARCH_BUDGET = 32
 MAX_BATCH_CHARS = 8000  # one sandbox call's input (the sandbox takes 10000)
+MAX_TIMEOUTS = 8  # sequences of a class timed out alone before the prober runs no more of them alone
+# the record harness's test_func, replaced for probing: a step's value only where it is a plain one (a
+# date, an object, a generator stands as "<value>"), so one such result does not make the whole batch a repr
+PROBE_HARNESS = f'''
+
+def test_func(*calls):
+    return [value if ok and type(value) in (int, float, str, bool, type(None)) else "<value>" if ok
+            else {{"{RAISED}": _aac_error(value)}} for ok, value in _aac_replay(calls)]
+'''
 _WRONG_TYPE = ("TypeError", "AttributeError")
 _PLAIN = {"int", "float", "str", "bool"}
 _INTERFACE_NAME = re.compile(r"^m\d+$")
@@ -321,7 +340,7 @@ class Prober:
     def __init__(self, anon: AnonClass, init: Member | None, members: dict[str, Member], pool: SandboxPool,
                  cfg: StatefulConfig):
         self.anon, self.pool, self.cfg = anon, pool, cfg
-        self.record = anon.code + RECORD_HARNESS
+        self.probe = anon.code + RECORD_HARNESS + PROBE_HARNESS
         self.members = {NEW: init or Member("__init__", ()), **members}
         self.rng = random.Random(f"{cfg.seed}:{anon.uid}:probe")
         self.constants = code_constants(anon.code)
@@ -331,7 +350,7 @@ class Prober:
                 if args not in self.seeded[name]:
                     self.seeded[name].append(args)
         self.typed: dict[int, list[tuple]] = {}  # typed guesses per arity
-        self.calls = 0  # sandbox calls made
+        self.calls = self.timeouts = 0  # sandbox calls made, and those that timed out
 
     def pools(self) -> dict[str, list[tuple]]:
         """{name: argument tuples} of the constructor and every method with parameters; RejectedCode
@@ -350,8 +369,8 @@ class Prober:
         # then after other calls: each seed sequence, and one call of every method that ran
         prefixes = [list(seed) for seed in self.anon.seeds[:MAX_PREFIXES - 1]]
         prefixes.append([(NEW, ctor)] + [(name, ok[0][0]) for name, (ok, _) in fresh.items() if ok])
-        ran = [(args, result) for ok, _ in fresh.values() for args, result in ok]
-        sources = [a for p in prefixes for _, a in p] + [a for a, _ in ran]
+        ran = [(args, result) for ok, _ in fresh.values() for args, result in ok[:POOL]]
+        sources = _unique([a for p in prefixes for _, a in p] + [a for a, _ in ran])[:MAX_SOURCES]
         bag = [v for args in sources for v in args] + [r for _, r in ran if type(r) in (int, float, str, bool)]
         pools = {NEW: [ctor] + [c for c in ctors if c != ctor][:POOL - 1]}
         for name in methods:
@@ -439,8 +458,7 @@ class Prober:
         return ok, plausible
 
     def _run(self, sequences: list[list[tuple[str, tuple]]]) -> list[list | None]:
-        """Each sequence's step results, many sequences per sandbox call (a failed batch is split
-        until the sequence that fails it is alone: None)."""
+        """Each sequence's step results (None: it failed alone), many sequences per sandbox call."""
         out: list[list | None] = []
         batch: list[list[tuple[str, tuple]]] = []
         for seq in sequences:
@@ -451,20 +469,25 @@ class Prober:
         return out + (self._batch(batch) if batch else [])
 
     def _batch(self, batch: list[list[tuple[str, tuple]]]) -> list[list | None]:
+        """One sandbox call for the batch; when it fails (a slow or crashing sequence), each sequence
+        alone under the builder's per-call limit, until MAX_TIMEOUTS of them timed out (then None)."""
         flat = [s for seq in batch for s in seq]
-        self.calls += 1
-        result = self.pool.call(self.record, calls_literal(flat), timeout_s=self.cfg.call_timeout_s * 2)
-        steps = result.normalized if result.ok else None
-        if type(steps) is not list or len(steps) != len(flat):
-            if len(batch) == 1:
-                return [None]
-            half = len(batch) // 2
-            return self._batch(batch[:half]) + self._batch(batch[half:])
+        steps = self._call(flat, self.cfg.call_timeout_s * 2)
+        if steps is None:
+            return [self._call(seq, self.cfg.call_timeout_s) if self.timeouts < MAX_TIMEOUTS else None for seq in batch]
         out, k = [], 0
         for seq in batch:
             out.append(steps[k: k + len(seq)])
             k += len(seq)
         return out
+
+
+    def _call(self, steps: list[tuple[str, tuple]], timeout_s: float) -> list | None:
+        self.calls += 1
+        result = self.pool.call(self.probe, calls_literal(steps), timeout_s=timeout_s)
+        self.timeouts += result.kind is CallKind.TIMEOUT
+        out = result.normalized if result.ok else None
+        return out if type(out) is list and len(out) == len(steps) else None
 
 
 def _same_types(tuples: list[tuple], prefer: list[tuple] = ()) -> list[tuple]:
