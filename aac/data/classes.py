@@ -19,10 +19,12 @@ Per class (its module code as aac/data/modules.py bundles it, original names):
   doctests, bound to the interface (keywords and literal defaults filled in).
 - argument pools for what no seed shows (`Prober`): the seeds' arguments, literal defaults, typed
   guesses (aac.data.search.probe_calls) and the code's constants, run in the sandbox in batches (one
-  sandbox call replays many `new`-then-call pairs). A TypeError or AttributeError is a wrong guess,
-  another error a result; per member the argument types most guesses ran with are kept. A method that
-  fails on every guess on a fresh object is tried again after one call of each other method, with
-  the values those calls took and returned (`reserve` then `release` of the number it gave).
+  sandbox call replays many `new`-then-call sequences). Each method is tried on fresh objects of a
+  few constructor calls, then after each seed sequence and after one call of every method that ran,
+  also with the values other calls took and returned (`release` of the number `reserve` gave). A
+  TypeError or AttributeError is a wrong guess, another error a result; per member one argument
+  signature is kept: the seeds' or defaults' types where guesses of them ran, plain values before
+  containers, else the commonest.
 Then `build_class` searches and replays sequences. A class is dropped with its reason: CLASS_REASONS,
 or what `build_class` found (too few distinct sequences; `nondeterministic` when sequences did not
 replay the same).
@@ -40,6 +42,7 @@ from aac.data.anonymize import RejectedCode, _check_safe, _fill_empty_bodies, _s
 from aac.data.callgraph import keep_reachable
 from aac.data.coverage import CoverageRunner
 from aac.data.inputs import code_constants, render
+from aac.data.modules import _binds
 from aac.data.search import probe_calls
 from aac.data.sources import RawClass, SeedCall, bind, clean_description
 from aac.data.stateful import AnonClass, ClassResult, StatefulConfig, build_class
@@ -75,11 +78,12 @@ SEARCH_BUDGET = 32
 MAX_BATCH_CHARS = 8000  # one sandbox call's input (the sandbox takes 10000)
 MAX_TIMEOUTS = 8  # sequences of a class timed out alone before the prober runs no more of them alone
 # the record harness's test_func, replaced for probing: a step's value only where it is a plain one (a
-# date, an object, a generator stands as "<value>"), so one such result does not make the whole batch a repr
+# date, an object, a generator stands as OPAQUE), so one such result does not make the whole batch a repr
+OPAQUE = "<value>"
 PROBE_HARNESS = f'''
 
 def test_func(*calls):
-    return [value if ok and type(value) in (int, float, str, bool, type(None)) else "<value>" if ok
+    return [value if ok and type(value) in (int, float, str, bool, type(None)) else "{OPAQUE}" if ok
             else {{"{RAISED}": _aac_error(value)}} for ok, value in _aac_replay(calls)]
 '''
 _WRONG_TYPE = ("TypeError", "AttributeError")
@@ -180,7 +184,7 @@ def _chain(tree: ast.Module, cls: ast.ClassDef) -> list[ast.ClassDef]:
     return chain
 
 
-def interface(tree: ast.Module, name: str) -> tuple[Member | None, list[Member]]:
+def members_of(tree: ast.Module, name: str) -> tuple[Member | None, list[Member]]:
     """(constructor or None, public members) of class `name` of a module, its package's bases
     included (the nearest definition of a name wins)."""
     chain = _chain(tree, next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name))
@@ -210,11 +214,11 @@ def anonymize_module_class(raw: RawClass, seed: int = 0) -> tuple[AnonClass, Mem
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == raw.name)
     tree.body = _without_unsafe_methods(tree.body, _chain(tree, cls))
     _check_safe(tree)
-    init, members = interface(tree, raw.name)
+    init, members = members_of(tree, raw.name)
     if not members:
         raise RejectedCode(CLASS_REASONS["methods"])
     taken = {m.name for m in members} | {n.name for n in ast.walk(cls) if isinstance(n, ast.FunctionDef)}
-    top = {b for stmt in tree.body for b in _bound(stmt)} - {raw.name}
+    top = {b for stmt in tree.body for b in _binds(stmt)} - {raw.name}
     if any(_INTERFACE_NAME.match(n) for n in taken) or CLASS in top:
         raise RejectedCode(CLASS_REASONS["clash"])
     doc = ast.get_docstring(cls) or ""
@@ -248,7 +252,7 @@ def _without_unsafe_methods(body: list[ast.stmt], chain: list[ast.ClassDef]) -> 
     beside pure methods leaves the interface, and the class stays; what else needs such code is
     rejected by the caller's check of the whole."""
     unsafe_names = {b for stmt in body if isinstance(stmt, ast.Import | ast.ImportFrom) and _rejected(stmt)
-                    for b in _bound(stmt)}
+                    for b in _binds(stmt)}
     dropped: set[str] = set()
     methods = [n for cls in chain for n in cls.body
                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name != "__init__"]
@@ -280,17 +284,6 @@ def _rejected(node: ast.AST) -> bool:
 
 def _args(n: int) -> str:
     return "".join(f", arg{k}" for k in range(n))
-
-
-def _bound(stmt: ast.stmt) -> set[str]:
-    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return {stmt.name}
-    if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.Import | ast.ImportFrom):
-        if isinstance(stmt, ast.Import | ast.ImportFrom):
-            return {(a.asname or a.name).split(".")[0] for a in stmt.names}
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
 
 
 def _doctests(docs: list[str], task_id: str) -> list[list[tuple[str, SeedCall]]]:
@@ -371,7 +364,8 @@ class Prober:
         prefixes.append([(NEW, ctor)] + [(name, ok[0][0]) for name, (ok, _) in fresh.items() if ok])
         ran = [(args, result) for ok, _ in fresh.values() for args, result in ok[:POOL]]
         sources = _unique([a for p in prefixes for _, a in p] + [a for a, _ in ran])[:MAX_SOURCES]
-        bag = [v for args in sources for v in args] + [r for _, r in ran if type(r) in (int, float, str, bool)]
+        bag = [v for args in sources for v in args] + [r for _, r in ran if type(r) in (int, float, str, bool)
+                                                       and r != OPAQUE]
         pools = {NEW: [ctor] + [c for c in ctors if c != ctor][:POOL - 1]}
         for name in methods:
             prefer = self._preferred(name)
@@ -461,11 +455,14 @@ class Prober:
         """Each sequence's step results (None: it failed alone), many sequences per sandbox call."""
         out: list[list | None] = []
         batch: list[list[tuple[str, tuple]]] = []
+        size = 0
         for seq in sequences:
-            if batch and len(calls_literal([s for b in batch + [seq] for s in b])) > MAX_BATCH_CHARS:
+            chars = len(calls_literal(seq))
+            if batch and size + chars > MAX_BATCH_CHARS:
                 out += self._batch(batch)
-                batch = []
+                batch, size = [], 0
             batch.append(seq)
+            size += chars
         return out + (self._batch(batch) if batch else [])
 
     def _batch(self, batch: list[list[tuple[str, tuple]]]) -> list[list | None]:
