@@ -25,12 +25,12 @@ from pathlib import Path
 
 from aac.data.anonymize import parse_quietly
 
-MAX_FILES = 400  # test files read per package (a large suite's first ones, in path order)
+MAX_FILES = 2000  # test files looked at per package, in path order (the standard library's test/ has 820)
 MAX_FILE_BYTES = 1_000_000
 _TEST_DIRS = ("test", "tests")
 _SKIP_DIRS = {"__pycache__", ".git", "node_modules", ".tox", ".venv", "venv", "site-packages"}
 READ = "<read>"  # a step that reads an attribute (a property, if the class has one of that name)
-Call = tuple[tuple, dict]  # a call's literal positional and keyword arguments (the fields of aac.data.sources.SeedCall)
+Args = tuple[tuple, dict]  # a call's literal positional and keyword arguments (the fields of aac.data.sources.SeedCall)
 
 
 @dataclass
@@ -38,14 +38,14 @@ class TestSeeds:
     """What a package's tests call: per dotted name (`pkg.mod.f`), its literal calls; per class,
     its call sequences, each `[(name, call), ...]` starting with the constructor (`new`)."""
 
-    calls: dict[str, list[Call]] = field(default_factory=dict)
-    sequences: dict[str, list[list[tuple[str, Call]]]] = field(default_factory=dict)
+    calls: dict[str, list[Args]] = field(default_factory=dict)
+    sequences: dict[str, list[list[tuple[str, Args]]]] = field(default_factory=dict)
     files: int = 0
 
-    def calls_of(self, qualified: str) -> list[Call]:
+    def calls_of(self, qualified: str) -> list[Args]:
         return [c for key in _aliases(qualified) for c in self.calls.get(key, [])]
 
-    def sequences_of(self, qualified: str) -> list[list[tuple[str, Call]]]:
+    def sequences_of(self, qualified: str) -> list[list[tuple[str, Args]]]:
         return [s for key in _aliases(qualified) for s in self.sequences.get(key, [])]
 
 
@@ -87,7 +87,7 @@ def package_tests(top: str, folder: Path | None, path: Path | None) -> TestSeeds
 
 def _test_files(top: str, folder: Path | None, path: Path | None) -> Iterator[tuple[Path, str | None]]:
     """(file, its dotted module inside the package or None) of the test files in and beside the package."""
-    inside = folder if folder is not None else None
+    inside = folder
     beside = (folder or path).parent if (folder or path) is not None else None
     seen: set[Path] = set()
     if inside is not None:
@@ -155,6 +155,9 @@ class _FileReader:
                     else:
                         self.names[a.asname or a.name] = f"{source}.{a.name}"
         self.imports_package = bool(self.names or self.stars)
+        self.constants: dict[str, object] = {}  # the module's top-level names bound to literals
+        for stmt in tree.body:
+            _bind_literals(stmt, self.constants)
 
     def _own(self, dotted: str) -> bool:
         return dotted.split(".")[0] == self.top
@@ -182,8 +185,8 @@ class _FileReader:
         return None
 
     # ------------------------------------------------------------ functions
-    def calls(self) -> Iterator[tuple[str, Call]]:
-        for scope, bound in _scopes(self.tree):
+    def calls(self) -> Iterator[tuple[str, Args]]:
+        for scope, bound in _scopes(self.tree, self.constants):
             for node in _calls_in(scope):
                 name = self.dotted(node.func)
                 call = name and _literal_call(node, bound)
@@ -226,7 +229,7 @@ class _FileReader:
                     name, steps = fixtures[arg.arg]
                     objects[arg.arg] = (name, list(steps))
         finished: list = []
-        bound: dict[str, object] = {}
+        bound = dict(self.constants) if isinstance(scope, ast.FunctionDef) else {}
         for stmt in _statements(scope.body if isinstance(scope, ast.FunctionDef | ast.Module) else []):
             _bind_literals(stmt, bound)
             target = value = built = None
@@ -289,11 +292,8 @@ def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
             yield from (n for n in node.body if isinstance(n, ast.FunctionDef))
 
 
-def _scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, dict]]:
-    """The module and each function in it, with the literal names bound in each."""
-    bound: dict[str, object] = {}
-    for stmt in tree.body:
-        _bind_literals(stmt, bound)
+def _scopes(tree: ast.Module, bound: dict[str, object]) -> Iterator[tuple[ast.AST, dict]]:
+    """The module and each function in it, with the literal names bound in each (`bound`: the module's)."""
     yield ast.Module(body=[s for s in tree.body if not isinstance(s, ast.FunctionDef | ast.ClassDef)],
                      type_ignores=[]), dict(bound)
     for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
@@ -344,7 +344,7 @@ def _bind_literals(stmt: ast.stmt, bound: dict[str, object]) -> None:
             bound.pop(stmt.targets[0].id, None)
 
 
-def _literal_call(node: ast.Call, bound: dict[str, object]) -> Call | None:
+def _literal_call(node: ast.Call, bound: dict[str, object]) -> Args | None:
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
         return None
 
@@ -366,7 +366,7 @@ def _mentions(text: str, top: str, relative: bool) -> bool:
     return re.search(rf"^\s*(?:from|import)\s+(?:{alternatives})", text, re.M) is not None
 
 
-def doctest_sequences(docstrings: list[str], qualified: str) -> list[list[tuple[str, Call]]]:
+def doctest_sequences(docstrings: list[str], qualified: str) -> list[list[tuple[str, Args]]]:
     """The call sequences of a class's doctests (`>>> b = Basket()`, `>>> b.add('x', 1)`): the `>>>`
     lines of its docstrings, in order, read as one test module that imports the class by its name."""
     module, _, name = qualified.rpartition(".")
