@@ -86,7 +86,7 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
         raise DescribeError(f"target={target}: {e}") from None
     log.info("%s", summary.text().strip())
     if not instances:
-        raise DescribeError(f"target={target}: no function could be built ({summary.text().strip().splitlines()[-1]})")
+        raise DescribeError(f"target={target}: no function or class could be built ({summary.text().strip().splitlines()[-1]})")
     rows = [to_row(inst) for inst in instances]
     return rows, "+".join(dict.fromkeys(inst.domain for inst in instances))
 

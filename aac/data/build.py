@@ -4,7 +4,7 @@
     python -m aac.data.build --source mbpp:PATH/sanitized-mbpp.json --out mbpp.jsonl
     python -m aac.data.build --source cruxeval:PATH/cruxeval.jsonl --out crux.jsonl
     python -m aac.data.build --source jsonl:PATH --out mine.jsonl  # {code, entry_point, inputs?, description?}
-    python -m aac.data.build --source module:PKG[.SUB] --out DIR   # DIR/train.jsonl, DIR/test.jsonl
+    python -m aac.data.build --source module:PKG[.SUB] --out DIR   # DIR/{train,test}.jsonl; classes: DIR/stateful/
     python -m aac.data.build --source openapi:SPEC --out svc.jsonl [--scaffold DIR]  # a web-domain service
     python -m aac.data.build --source web:DIR --out DIR2           # from service files (aac/data/web.py)
     python -m aac.data.build --verify FILE.jsonl                    # re-run every stored example
