@@ -71,8 +71,9 @@ POOL = 6  # argument tuples kept per member: few, so the methods of a sequence s
 MAX_SOURCES = 24  # other calls whose arguments a method is tried with
 MAX_PREFIXES = 3  # states a method is tried in besides a fresh object: seed sequences, then one call of each method
 FRESH_OBJECTS = 3  # constructor calls whose fresh objects every method is tried on
-# a class without hand-written seeds needs more sequences than a built-in one (3 rounds of 24): on the shop
-# classes of tests/data/pkgs, mean branch coverage 83% -> 95% over 3 seeds (8 rounds: no better)
+# a class without hand-written seeds gets more sequences than a built-in one (3 rounds of 24): mean branch
+# coverage of the kept shop classes (tests/data/pkgs, 3 seeds) 89% -> 93%, string's 37% -> 51%, calendar's
+# 36% -> 41%, for ~0.2-1.7 s more a class (benchmarks/class_rows.py, benchmarks/results_classes.md)
 SEARCH_ROUNDS = 5
 SEARCH_BUDGET = 32
 MAX_BATCH_CHARS = 8000  # one sandbox call's input (the sandbox takes 10000)
@@ -517,9 +518,16 @@ def _types(args: tuple) -> tuple:
 # ---------------------------------------------------------------- one class
 
 
-def build_module_class(raw: RawClass, pool: SandboxPool, coverage: CoverageRunner, seed: int = 0) -> ClassResult:
-    """One class of a package as a stateful row (ClassResult.instance), or the reason it is dropped."""
-    cfg = StatefulConfig(seed=seed, rounds=SEARCH_ROUNDS, budget=SEARCH_BUDGET)
+def search_config(seed: int = 0) -> StatefulConfig:
+    """The stateful builder's settings for a package's class (SEARCH_ROUNDS, SEARCH_BUDGET)."""
+    return StatefulConfig(seed=seed, rounds=SEARCH_ROUNDS, budget=SEARCH_BUDGET)
+
+
+def build_module_class(raw: RawClass, pool: SandboxPool, coverage: CoverageRunner,
+                       cfg: StatefulConfig | None = None) -> ClassResult:
+    """One class of a package as a stateful row (ClassResult.instance), or the reason it is dropped
+    (`cfg`: default `search_config()`)."""
+    cfg = cfg or search_config()
     try:
         anon, init, members = anonymize_module_class(raw, cfg.seed)
         prober = Prober(anon, init, members, pool, cfg)

@@ -28,7 +28,7 @@ from itertools import combinations
 from pathlib import Path
 
 from aac.data.anonymize import VALIDATOR, RejectedCode, anonymize, fingerprint, with_validator
-from aac.data.classes import build_module_class
+from aac.data.classes import build_module_class, search_config
 from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.examples import Example, stored_output, two_distinct, unreproduced
 from aac.data.inputs import (
@@ -401,7 +401,7 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
 
 
 def _class_row(raw: RawClass, pool, coverage: CoverageRunner, cfg: BuildConfig) -> RowResult:
-    res = build_module_class(raw, pool, coverage, cfg.seed)
+    res = build_module_class(raw, pool, coverage, search_config(cfg.seed))
     return RowResult(raw.task_id, res.instance, None if res.reason is None else f"class: {res.reason}", res.coverage)
 
 
