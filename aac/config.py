@@ -638,8 +638,9 @@ class DescribeConfig:
     """`python -m aac.describe`: the actor (a checkpoint's, else the base model) on functions or services of
     the user's own, one Markdown file per function (aac/describe.py)."""
 
-    # what to describe: module:PKG.func | module:PKG (its public functions) | openapi:SPEC (one service) |
-    # jsonl:FILE (PAU rows, or the builder's {code, entry_point} records); "" is refused
+    # what to describe: module:PKG.func | module:PKG.Class (a stateful object) | module:PKG (its public functions
+    # and classes) | openapi:SPEC (one service) | jsonl:FILE (PAU rows, or the builder's {code, entry_point}
+    # records); "" is refused
     target: str = ""
 
 

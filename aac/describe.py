@@ -1,9 +1,11 @@
 """`python -m aac.describe [checkpoint=CKPT] target=...`: the actor documents functions or services of your own.
 
-Targets: `module:PKG.func` (one function of an importable package), `module:PKG` (its public functions),
-`openapi:SPEC` (one service made from an OpenAPI 3 spec), `jsonl:FILE` (PAU rows, e.g. a built
-`test.jsonl`, or the builder's `{code, entry_point, description?}` records). Each is turned into PAU rows
-by the data builder (`aac.data.build.rows_from_source`, the rows training reads), written to OUT/rows/, and played
+Targets: `module:PKG.func` (one function of an importable package), `module:PKG.Class` (one class, a row
+of the stateful domain), `module:PKG` (its public functions and classes), `openapi:SPEC` (one service made
+from an OpenAPI 3 spec), `jsonl:FILE` (PAU rows, e.g. a built `test.jsonl`, or the builder's `{code,
+entry_point, description?}` records). Each is turned into PAU rows by the data builder
+(`aac.data.build.rows_from_source`, the rows training reads), written to OUT/rows/ (a package of functions
+and classes: OUT/pau/ and OUT/stateful/, each played on its own), and played
 by `aac.eval`'s harness: the checkpoint's own model and protocol (read from its run,
 aac/eval/run_protocol.py), live in the sandbox, greedy; without a checkpoint the base model. The judge
 rates each description against the target's gold one (its docstring, the spec's text) where it has one.
@@ -52,7 +54,8 @@ def _pau_rows(path: Path) -> Optional[list[dict]]:
 
 
 def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
-    """The PAU rows of `target` and their domain (a built service's rows are `web`)."""
+    """The PAU rows of `target` and their domain (a built service's rows are `web`, a class's `stateful`;
+    a package of functions and classes: `pau+stateful`)."""
     from aac.data.build import rows_from_source
     from aac.env.rows import to_row
 
@@ -78,9 +81,9 @@ def target_rows(target: str, seed: int) -> tuple[list[dict], str]:
         raise DescribeError(f"target={target}: {e}") from None
     log.info("%s", summary.text().strip())
     if not instances:
-        raise DescribeError(f"target={target}: no function could be built ({summary.text().strip().splitlines()[-1]})")
+        raise DescribeError(f"target={target}: no function or class could be built ({summary.text().strip().splitlines()[-1]})")
     rows = [to_row(inst) for inst in instances]
-    return rows, instances[0].domain
+    return rows, "+".join(dict.fromkeys(inst.domain for inst in instances))
 
 
 def row_uid(row: dict) -> str:
@@ -194,7 +197,7 @@ def _came_back(step: dict) -> str:
 
 
 def write_pages(run_dir: Path, rows: list[dict], model: str) -> list[tuple[Described, Path]]:
-    """One Markdown file per played function in `run_dir`, and `index.md`; returns what each file shows."""
+    """One Markdown file per played function in `run_dir`; returns what each file shows."""
     from aac.eval import records
 
     by_uid = {row_uid(r): r for r in rows}
@@ -208,13 +211,17 @@ def write_pages(run_dir: Path, rows: list[dict], model: str) -> list[tuple[Descr
         path = run_dir / file_name(ep["uid"])
         path.write_text(d.markdown(model), encoding="utf-8")
         pages.append((d, path))
+    return pages
+
+
+def write_index(run_dir: Path, pages: list[tuple[Described, Path]], model: str) -> None:
+    """`index.md`: a line per page (a package's classes link into their domain's folder)."""
     index = [f"# Described by {model}", "", "| function | outcome | judge score (1-5) | description |", "|---|---|---|---|"]
     for d, path in pages:
         score = "–" if d.judge_score is None else f"{d.judge_score:g}"
-        index.append(f"| [{d.episode['uid']}]({path.name}) | {d.outcome()} | {score} | "
+        index.append(f"| [{d.episode['uid']}]({path.relative_to(run_dir).as_posix()}) | {d.outcome()} | {score} | "
                      f"{_code(d.episode['description'] or '(none)', 160)} |")
     (run_dir / INDEX).write_text("\n".join(index) + "\n", encoding="utf-8")
-    return pages
 
 
 # ---------------------------------------------------------------- the command
@@ -230,18 +237,27 @@ def describe(cfg: TrainConfig, *, overrides: Optional[Sequence[str]] = None) -> 
     if not target:
         raise DescribeError("target= is required: module:PKG.func, module:PKG, openapi:SPEC or jsonl:FILE")
     run_dir = output_dir(cfg)
-    rows, domain = target_rows(target, cfg.seed)
-    write_rows(run_dir, rows)
+    rows, _ = target_rows(target, cfg.seed)
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.get("domain") or "pau", []).append(row)
     given = list(command_line_overrides() if overrides is None else overrides)
-    # the domain is the target's, whatever the checkpoint's run trained on (a run of functions on a service:
-    # warned by the harness as a protocol it was not trained on)
-    played = [*given, f"eval.data={run_dir / ROWS}", f"eval.split={SPLIT}", f"env.domain={domain}",
-              "eval.mode=interactive",
-              # the judge only where there is a gold description to rate against (eval.score=false: never)
-              f"eval.score={bool(cfg.eval.score) and any(r.get('description') for r in rows)}"]
-    cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(played[len(given):]))
-    run = evaluate(cfg, overrides=played)["run"]
-    return write_pages(run_dir, rows, f"`{run['model']}`" + (f" + `{run['checkpoint']}`" if run["checkpoint"] else ""))
+    pages, model = [], ""
+    for domain, group in groups.items():  # a package's functions and classes: one eval each, in a folder each
+        where = run_dir if len(groups) == 1 else run_dir / domain
+        write_rows(where, group)
+        # the domain is the target's, whatever the checkpoint's run trained on (a run of functions on a service:
+        # warned by the harness as a protocol it was not trained on)
+        played = [*given, f"eval.data={where / ROWS}", f"eval.split={SPLIT}", f"env.domain={domain}",
+                  "eval.mode=interactive",
+                  # the judge only where there is a gold description to rate against (eval.score=false: never)
+                  f"eval.score={bool(cfg.eval.score) and any(r.get('description') for r in group)}"]
+        run = evaluate(OmegaConf.merge(cfg, OmegaConf.from_dotlist(played[len(given):])), overrides=played,
+                       run_dir=where)["run"]
+        model = f"`{run['model']}`" + (f" + `{run['checkpoint']}`" if run["checkpoint"] else "")
+        pages += write_pages(where, group, model)
+    write_index(run_dir, pages, model)
+    return pages
 
 
 def task(cfg) -> None:

@@ -14,6 +14,8 @@ SHARED_SOURCES = ROOT.parent / "shared" / "data" / "sources"
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# packages written for the builder's tests (tests/data/pkgs): their own test files are read by the builder, not run
+collect_ignore = ["data"]
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 package (examples/fieldnotes, never seen by aac) on PYTHONPATH and no edit inside aac/: build its rows,
 train 1 step, evaluate, describe one of its functions, export the adapter. Then what each command wrote:
 the exported adapter's (and the merged model's) log-probs against the run's adapter, the model card, the
-describe pages, both forms of `checkpoint=`, and the one-line refusals."""
+describe pages (a class of a package too), both forms of `checkpoint=`, and the one-line refusals."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ TINY = ["+recipe=tiny", "logging.progress=false"]
 TRAIN = [*TINY, "rollout.placement=local", "max_steps=1", "env.max_steps=3", "rollout.max_tokens_per_turn=8",
          "rollout.functions_per_step=1", "rollout.group_size=2", "env.limit=4"]
 FUNCTION = "fieldnotes.units.parse_size"
+CLASS = "shopfloor.basket.Basket"  # tests/data/pkgs: a shop library written for the builder's tests
 PLAY = [*TINY, "eval.max_calls=1", "eval.max_tokens_per_turn=8", "eval.judge_max_tokens=8", "env.sandbox.workers=1"]
 
 
@@ -210,6 +211,31 @@ def test_describe_without_a_checkpoint_plays_the_base_model(guide, tmp_path):
     assert "Played by `tiny_qwen3`, " in path.read_text() and page.episode["num_queries"] <= 1
     assert page.score is None and "**not rated**" in path.read_text()  # eval.score=false: no judge
     assert (tmp_path / "index.md").read_text().count("](") == 1
+
+
+def test_a_package_with_classes_from_its_build_to_describe(guide, tmp_path, monkeypatch):
+    # a package never seen by aac (tests/data/pkgs/shopfloor: no doctests): describe's own build makes its
+    # functions PAU rows and its classes stateful rows; the guide's checkpoint (trained on functions) plays
+    # each domain in a folder of its own, judged on the docstrings; the context shows the package's own test
+    from aac.config import compose
+    from aac.describe import describe
+
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "data" / "pkgs"))
+    overrides = [*PLAY, f"eval.checkpoint={guide['ckpt']}", "describe.target=module:shopfloor", "eval.limit=1",
+                 f"out_dir={tmp_path}"]  # all 7 rows built, the first of each domain played
+    pages = describe(compose(*overrides, config_name="describe_config"), overrides=overrides)
+    where = {page.episode["uid"]: path.relative_to(tmp_path).as_posix() for page, path in pages}
+    function = "shopfloor.pricing.price_with_vat"
+    assert where == {CLASS: f"stateful/{CLASS}.md", function: f"pau/{function}.md"}
+    assert f"]({where[CLASS]})" in (tmp_path / "index.md").read_text()
+    page = next(p for p, _ in pages if p.episode["uid"] == CLASS)
+    text = (tmp_path / where[CLASS]).read_text()
+    assert page.row["domain"] == "stateful" and "class Obj: new(arg0); m0(arg0); m1(); m2(arg0, arg1); m3(" in text
+    assert "> A customer's basket: lines of SKUs with a unit price" in text  # the gold description
+    assert "Judge's score against the gold description: **" in text and page.score is not None
+    assert "| `m2('CAP-0001', 1)` | raised `KeyError: 'CAP-0001'` |" in text.split("## Episode")[0]
+    for domain in ("pau", "stateful"):  # one eval each, of the checkpoint
+        assert json.loads((tmp_path / domain / "run.json").read_text())["checkpoint"].endswith("step_000001/adapter")
 
 
 def test_describe_plays_again_a_function_that_changed_since_the_last_describe_into_its_folder(tmp_path):

@@ -91,7 +91,7 @@ def anonymize(code: str, entry_point: str) -> Anonymized:
         tree = parse_quietly(code)
     except (SyntaxError, ValueError) as e:
         raise RejectedCode("syntax error", str(e)) from None
-    _check_safe(tree)
+    check_safe(tree)
     entry = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entry_point), None)
     if entry is None:
         raise RejectedCode("no entry function", entry_point)
@@ -106,9 +106,9 @@ def anonymize(code: str, entry_point: str) -> Anonymized:
     annotations = tuple(ast.unparse(by_name[n].annotation) if by_name[n].annotation else None for n in params)
     docstring = _entry_docstring(entry)
 
-    _strip_docstrings(tree)
+    strip_docstrings(tree)
     _StripAnnotations().visit(tree)
-    _fill_empty_bodies(tree)
+    fill_empty_bodies(tree)
     fixed = [p for p in signature if p.fixed]
     const_map = dict(zip((p.name for p in fixed), _fresh_names("const", len(fixed), _identifiers(tree))))
     _fill_self_calls(entry, entry_point, signature, const_map)
@@ -280,7 +280,7 @@ def with_validator(anon: Anonymized, validator_source: str) -> str:
     return ast.unparse(tree)
 
 
-def _check_safe(tree: ast.AST) -> None:
+def check_safe(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             mods = [alias.name for alias in node.names]
@@ -308,7 +308,7 @@ def _entry_docstring(entry: ast.FunctionDef) -> str | None:
     return inspect.cleandoc(doc) if doc else None
 
 
-def _strip_docstrings(tree: ast.AST) -> None:
+def strip_docstrings(tree: ast.AST) -> None:
     """Every bare string statement is a docstring or a no-op comment; none of them may survive."""
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
@@ -333,7 +333,7 @@ class _StripAnnotations(ast.NodeTransformer):
         return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
 
 
-def _fill_empty_bodies(tree: ast.AST) -> None:
+def fill_empty_bodies(tree: ast.AST) -> None:
     """Stripping can empty a block (a body that was only a docstring or a declaration)."""
     for node in ast.walk(tree):
         if not isinstance(node, ast.Module) and getattr(node, "body", None) == []:

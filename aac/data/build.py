@@ -4,7 +4,7 @@
     python -m aac.data.build source=mbpp:PATH/sanitized-mbpp.json out=mbpp.jsonl
     python -m aac.data.build source=cruxeval:PATH/cruxeval.jsonl out=crux.jsonl
     python -m aac.data.build source=jsonl:PATH out=mine.jsonl  # {code, entry_point, inputs?, description?}
-    python -m aac.data.build source=module:PKG[.SUB] out=DIR   # DIR/train.jsonl, DIR/test.jsonl
+    python -m aac.data.build source=module:PKG[.SUB] out=DIR   # DIR/{train,test}.jsonl; classes: DIR/stateful/
     python -m aac.data.build source=openapi:SPEC out=svc.jsonl [scaffold=DIR]  # a web-domain service
     python -m aac.data.build source=web:DIR out=DIR2           # from service files (aac/data/web.py)
     python -m aac.data.build verify=FILE.jsonl                  # re-run every stored example
@@ -25,7 +25,7 @@ from aac.cli import Key, UsageError, count, parse_keys
 from aac.data.pau import BuildConfig, build, verify
 from aac.data.sources import SourceError
 from aac.data.splits import TEST_FRACTION, split_instances
-from aac.data.summary import BuildSummary, write_built
+from aac.data.summary import BuildSummary
 from aac.env.instance import Instance
 from aac.env.rows import write_instances
 from aac.errors import UserError, entry_point
@@ -59,23 +59,46 @@ def rows_from_source(spec: str, *, limit: int | None = None, sample: int | None 
 def write_rows(out: str, instances: list[Instance], summary: BuildSummary, *, seed: int = 0,
                test_fraction: float = TEST_FRACTION) -> None:
     """Write a build's rows to `out`: one file (.jsonl/.parquet), or a folder with train.jsonl and
-    test.jsonl split by task id. SourceError, writing nothing, when no row was kept or too few to split."""
+    test.jsonl split by task id. SourceError, writing nothing, when no row was kept or too few to split.
+    A build of several domains (a package's functions and classes) writes the function rows there and
+    each other domain's beside them: `out/<domain>/` (one file `out/<domain>.jsonl` when too few to
+    split), or `FILE.<domain>.jsonl` for a file."""
     if not instances:
         reasons = ", ".join(f"{n} {reason}" for reason, n in summary.dropped.most_common(3))
         print(summary.text())
         raise SourceError(f"{summary.source}: kept no row of {summary.rows_in} read"
                           + (f" (dropped: {reasons}; see docs/sources.md)" if reasons else "") + "; nothing written")
-    if Path(out).suffix.lower() in FILE_SUFFIXES:
-        write_built(out, instances, summary.text())
+    groups: dict[str, list[Instance]] = {}
+    for inst in instances:
+        groups.setdefault(inst.domain, []).append(inst)
+    first = "pau" if "pau" in groups else next(iter(groups))
+    out_path = Path(out)
+    if out_path.suffix.lower() in FILE_SUFFIXES:
+        written = {d: out_path.with_name(f"{out_path.stem}.{d}{out_path.suffix}") for d in groups} | {first: out_path}
+        for domain, rows in groups.items():
+            write_instances(written[domain], rows)
+        print(summary.text())
+        print("\n".join(f"wrote {len(groups[d])} rows to {written[d]}" + ("" if d == "pau" else f" (env.domain={d})")
+                        for d in groups))
         return
-    splits = split_instances(instances, seed, test_fraction)
-    if not splits["train"]:
-        raise SourceError(f"{out}: {len(instances)} row(s) kept, too few to split into train and test; "
-                          "write out=FILE.jsonl and train with env.split=all, or build more rows (functions, specs or service files)")
-    for split, rows in splits.items():
-        write_instances(Path(out) / f"{split}.jsonl", rows)
+    done = []
+    for domain in [first] + [d for d in groups if d != first]:
+        rows, folder = groups[domain], out_path if domain == first else out_path / domain
+        splits = split_instances(rows, seed, test_fraction)
+        if splits["train"]:
+            for split, part in splits.items():
+                write_instances(folder / f"{split}.jsonl", part)
+            done.append(f"wrote {len(splits['train'])} train and {len(splits['test'])} test rows to {folder}/"
+                        + ("" if domain == "pau" else f" (env.domain={domain})"))
+        elif domain != first:
+            write_instances(out_path / f"{domain}.jsonl", rows)
+            done.append(f"wrote {len(rows)} {domain} row(s), too few to split, to {out_path / f'{domain}.jsonl'} "
+                        f"(env.domain={domain} env.split=all)")
+        else:
+            raise SourceError(f"{out}: {len(rows)} row(s) kept, too few to split into train and test; write out="
+                              "FILE.jsonl and train with env.split=all, or build more rows (functions, specs or service files)")
     print(summary.text())
-    print(f"wrote {len(splits['train'])} train and {len(splits['test'])} test rows to {out}/")
+    print("\n".join(done))
 
 
 def _fraction(text: str) -> float:

@@ -1,15 +1,17 @@
-"""The `module:` source: the public functions of an importable package or module, as the builder's
-raw tasks (the builder: aac/data/pau.py; the sources reference: docs/sources.md).
+"""The `module:` source: the public functions and classes of an importable package or module, as the
+builder's raw tasks (the builder: aac/data/pau.py, classes: aac/data/classes.py; the sources
+reference: docs/sources.md).
 
-    python -m aac.data.build source=module:PKG[.SUB] out=DIR        # every public function
-    python -m aac.data.build source=module:PKG.SUB.func out=f.jsonl  # one function
+    python -m aac.data.build source=module:PKG[.SUB] out=DIR        # every public function and class
+    python -m aac.data.build source=module:PKG.SUB.func out=f.jsonl  # one function (or class)
 
 Nothing of the package is imported or run here: its files are found on `sys.path` (the venv's
 packages, PYTHONPATH) as Python would find them and read by AST. A package's modules are walked in
 name order, leaving out modules and subpackages whose name starts with `_` (the package's
-`__init__.py` is read) and test modules (`test`, `tests`, `test_*`, `conftest`). A public function is
-a top-level `def` whose name does not start with `_` (and is in `__all__` where the module lists
-one); `module:PKG.func` names one function, public or not.
+`__init__.py` is read) and test modules (`test`, `tests`, `test_*`, `conftest`: read for seeds by
+aac/data/test_seeds.py, never built). A public function or class is a top-level `def` or `class` whose
+name does not start with `_` (and is in `__all__` where the module lists one); `module:PKG.func`
+names one, public or not.
 
 The black box of a function is the code it reaches in its module (helpers, classes, constants and
 imports: aac/data/callgraph.py), with what it imports from its own package inlined, dependencies
@@ -19,8 +21,8 @@ description (a function without one gets an empty description: code match works,
 a description); the calls in its doctest lines are its first inputs (else the builder's seeds from
 its annotations and from what its body does with each parameter, then typed probes).
 
-Skipped, each counted by reason in the build summary (private or unlisted names, classes and async
-functions are no task; the rest cannot run alone in the sandbox): SKIP_REASONS. The builder then drops what it cannot use
+Skipped, each counted by reason in the build summary (private or unlisted names and async functions
+are no task; the rest cannot run alone in the sandbox): SKIP_REASONS. The builder then drops what it cannot use
 either (unsafe imports or builtins, no arguments, no input that runs: aac/data/anonymize.py,
 aac/data/pau.py).
 """
@@ -43,7 +45,6 @@ NETWORK_MODULES = frozenset({"urllib", "http", "httpx", "urllib3", "aiohttp", "f
 SKIP_REASONS = {
     "private": "private (its name starts with _)",
     "unlisted": "not in its module's __all__",
-    "class": "a class (only functions are built)",
     "async": "an async function",
     "namespace": "imports a module of its own package as a namespace",
     "nested": "imports from its own package inside a function",
@@ -195,7 +196,7 @@ class _Package:
                     if (key := ast.dump(stmt)) in imports:
                         continue
                     imports.add(key)
-                for b in _binds(stmt):
+                for b in binds(stmt):
                     if bound.setdefault(b, name) != name:
                         raise _Skip("clash", f"{b} in {bound[b]} and {name}")
                 body.append(stmt)
@@ -211,7 +212,7 @@ class _Package:
         body = [s for s in tree.body if not is_demo_code(s, defined) and not _never_runs(s)]
         # a top-level try/if/with that imports from the package cannot run alone: it goes when the
         # code reached reads nothing it binds (`try: from ._version import V` in an __init__)
-        guarded = [s for s in body if _binds(s) == set() and any(self._own_import(n) for n in ast.walk(s))]
+        guarded = [s for s in body if binds(s) == set() and any(self._own_import(n) for n in ast.walk(s))]
         kept = keep_reachable([s for s in body if s not in guarded], set(roots))
         read = set(roots) | {n.id for stmt in kept for n in ast.walk(stmt) if isinstance(n, ast.Name)}
         for stmt in guarded:
@@ -329,10 +330,10 @@ def _never_runs(stmt: ast.stmt) -> bool:
 
 
 def _top_names(tree: ast.Module) -> set[str]:
-    return {b for stmt in tree.body for b in _binds(stmt)}
+    return {b for stmt in tree.body for b in binds(stmt)}
 
 
-def _binds(stmt: ast.stmt) -> set[str]:
+def binds(stmt: ast.stmt) -> set[str]:
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return {stmt.name}
     if isinstance(stmt, ast.Import | ast.ImportFrom):
@@ -356,17 +357,18 @@ def _public_names(tree: ast.Module) -> set[str] | None:
 
 @dataclass(frozen=True)
 class ModuleFunction:
-    """One function of a `module:` target: its task id, its bundled code, its docstring."""
+    """One function or class of a `module:` target: its task id, its bundled code, its docstring."""
 
     task_id: str  # the qualified name, PKG.SUB.func
     name: str
     code: str  # what the function reaches, its package's imports inlined (original names: the builder anonymises)
     docstring: str
+    is_class: bool = False  # a class: a row of the stateful domain (aac/data/classes.py)
 
 
 def module_functions(target: str) -> Iterator[ModuleFunction | tuple[str, str]]:
-    """Each function of `target` (`PKG[.SUB]` or `PKG.SUB.func`) in file order, or (qualified name,
-    reason) for one skipped; ModuleSourceError for a target that names nothing."""
+    """Each function and class of `target` (`PKG[.SUB]`, `PKG.SUB.func` or `PKG.SUB.Class`) in file
+    order, or (qualified name, reason) for one skipped; ModuleSourceError for a target that names nothing."""
     modules, only = resolve_target(target)
     package = _Package(target.split(".")[0])
     for module in modules:
@@ -384,9 +386,6 @@ def module_functions(target: str) -> Iterator[ModuleFunction | tuple[str, str]]:
                 yield task_id, SKIP_REASONS["private" if node.name.startswith("_") else "unlisted"]
                 continue
             found = True
-            if isinstance(node, ast.ClassDef):
-                yield task_id, SKIP_REASONS["class"]
-                continue
             if isinstance(node, ast.AsyncFunctionDef):
                 yield task_id, SKIP_REASONS["async"]
                 continue
@@ -395,6 +394,6 @@ def module_functions(target: str) -> Iterator[ModuleFunction | tuple[str, str]]:
             except _Skip as e:  # counted by reason; the module a reason names is worth seeing
                 yield task_id, str(e) if e.key in ("missing", "network") else SKIP_REASONS[e.key]
                 continue
-            yield ModuleFunction(task_id, node.name, code, ast.get_docstring(node) or "")
+            yield ModuleFunction(task_id, node.name, code, ast.get_docstring(node) or "", isinstance(node, ast.ClassDef))
         if only is not None and not found:
-            raise ModuleSourceError(f"module:{target}: {module.name} defines no top-level function {only!r}")
+            raise ModuleSourceError(f"module:{target}: {module.name} defines no top-level function or class {only!r}")

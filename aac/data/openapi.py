@@ -22,7 +22,7 @@ returning the response's JSON body (True for a body-less success), tested on the
 and, where the operation declares a 404, on an unknown id.
 
 Operations the service model cannot hold are left out, each counted by reason (OPERATION_REASONS);
-`--scaffold DIR` writes the generated file, to edit and build again with `web:DIR`.
+`scaffold=DIR` writes the generated file, to edit and build again with `web:DIR`.
 """
 
 from __future__ import annotations
@@ -372,7 +372,9 @@ def generate(spec: dict, name: str) -> Generated:
     names: set[str] = set()
     for path, item in spec["paths"].items():
         item = schemas.deref(item)
-        dropped[OPERATION_REASONS["method"]] += sum(isinstance(item.get(m), dict) for m in ("head", "options", "trace"))
+        unmodelled = sum(isinstance(item.get(m), dict) for m in ("head", "options", "trace"))
+        if unmodelled:  # a Counter keeps a key added 0: the summary would list it
+            dropped[OPERATION_REASONS["method"]] += unmodelled
         for method in METHODS:
             if not isinstance(item.get(method), dict):
                 continue
@@ -389,14 +391,163 @@ def generate(spec: dict, name: str) -> Generated:
     return Generated(name, text, dropped, len(operations))
 
 
+# ---------------------------------------------------------------- resources: what a service keeps
+
+
+_ITEM_ROUTE = re.compile(r"^(?P<collection>[^{}]*)/\{(?P<param>\w+)\}$")
+LIMIT_NAMES = ("limit", "page_size", "per_page", "max_results")  # list parameters that cap the list's length
+COUNT_NAMES = ("count", "total", "total_count")  # a list answer's fields that count its items
+# the next id after a store's highest: numbers count up, a text's trailing digits do (PX104233 -> PX104234)
+_NEXT_ID = '''def _next_id(store, example):
+    if isinstance(example, int):
+        return max([k for k in store if isinstance(k, int)], default=0) + 1
+    digits = len(example) - len(example.rstrip("0123456789"))
+    stem = example[: len(example) - digits]
+    taken = [int(k[len(stem):]) for k in store if isinstance(k, str) and k.startswith(stem) and k[len(stem):].isdigit()]
+    return f"{stem}{max(taken, default=0) + 1:0{max(digits, 1)}d}"'''
+
+
+@dataclass
+class Resource:
+    """The items of one collection (`/tickets`, `/tickets/{ticket_id}`) the service keeps per episode: the
+    spec's examples first; a POST to the collection adds one, a PUT or PATCH changes one, a DELETE removes
+    one, a GET reads one or lists them (an unknown id: the 404 the spec declares)."""
+
+    collection: str  # the collection's route
+    param: Param  # the item route's path parameter
+    key: str | None  # the field of an item that holds its id (None: the items do not show it)
+    items: dict  # id -> item, the spec's examples
+    ops: dict[str, Operation]  # role (list, create, read, change, delete) -> operation
+    store: str = ""  # the service file's name of the items
+
+    @property
+    def name(self) -> str:
+        return self.collection.rstrip("/").rsplit("/", 1)[-1] or "items"
+
+    def doc(self) -> str:
+        ids = ", ".join(str(k) for k in self.items)
+        parts = [f"The service keeps its {self.name} by {self.param.name} (at the start: {ids})"]
+        if "create" in self.ops:
+            given = any(p.name == self.key for p in self.ops["create"].params)
+            parts.append(f"POST {self.collection} adds one, which later requests see, under "
+                         + (f"the {self.key} it is given" if given else f"the next {self.param.name} after the highest"))
+        if "change" in self.ops:
+            parts.append(f"{self.ops['change'].method} {self.collection}/{{{self.param.name}}} changes the fields given")
+        if "delete" in self.ops:
+            parts.append(f"DELETE {self.collection}/{{{self.param.name}}} removes it")
+        if "list" in self.ops:
+            parts.append(f"GET {self.collection} lists them")
+        return "; ".join(parts) + f"; an unknown {self.param.name} is a 404."
+
+
+def find_resources(operations: list[Operation]) -> list[Resource]:
+    """The collections whose item route (`/x/{id}`, no other path parameter) the operations have, with
+    the items the spec's examples show (an item's answer, a list's items)."""
+    out: dict[str, Resource] = {}
+    for op in operations:
+        m = _ITEM_ROUTE.match(op.route)
+        path = [p for p in op.params if p.where == "path"]
+        if m and len(path) == 1 and path[0].name == m["param"]:
+            role = {"GET": "read", "PUT": "change", "PATCH": "change", "DELETE": "delete"}[op.method]
+            r = out.setdefault(m["collection"], Resource(m["collection"], path[0], None, {}, {}))
+            r.ops.setdefault(role, op)
+    for op in operations:
+        r = out.get(op.route)
+        role = {"GET": "list", "POST": "create"}.get(op.method)
+        if r is not None and role and not any(p.where == "path" for p in op.params) and (role != "list" or _listed(op)):
+            r.ops.setdefault(role, op)
+    taken = {n.upper() for n in _RESERVED}
+    for r in out.values():
+        read, listed = r.ops.get("read"), _listed(r.ops.get("list"))
+        shown = [read.body] if read and isinstance(read.body, dict) else []
+        examples = shown + (listed[1] if listed else [])
+        r.key = next((k for k in (r.param.name, "id") if examples and all(k in e for e in examples)), None)
+        # the id the spec's requests use answers the item shown (or, shown nowhere, the first example)
+        first = (shown or examples or [{}])[0]
+        r.items = {_typed_id(r.param, r.param.example): dict(first)} if examples else {}
+        for e in examples[len(shown):] if r.key else []:
+            r.items.setdefault(_typed_id(r.param, e[r.key]), dict(e))
+        r.store = re.sub(r"\W", "_", r.name).upper() or "ITEMS"
+        while r.store in taken or not r.store.isidentifier():
+            r.store += "_"
+        taken.add(r.store)
+    return [r for r in out.values() if r.items and ("read" in r.ops or "change" in r.ops or "delete" in r.ops)]
+
+
+def _typed_id(param: Param, value: object) -> object:
+    """An id as the route hands it to its handler: an integer parameter's as an int."""
+    return int(value) if param.kind == "integer" and re.fullmatch(r"-?\d+", str(value)) else value
+
+
+def _listed(op: Operation | None) -> tuple[str | None, list[dict]] | None:
+    """(the field holding the items, or None for a bare list; the items) of a list operation's answer."""
+    if op is None:
+        return None
+    if isinstance(op.body, list) and op.body and all(isinstance(e, dict) for e in op.body):
+        return None, op.body
+    if isinstance(op.body, dict):
+        fields = [k for k, v in op.body.items() if isinstance(v, list) and v and all(isinstance(e, dict) for e in v)]
+        if len(fields) == 1:
+            return fields[0], op.body[fields[0]]
+    return None
+
+
+def _resource_route(op: Operation, r: Resource, role: str) -> str:
+    """The handler of an operation on a resource (see Resource)."""
+    specs = "".join(f", {p.python}={p.spec}" for p in op.params if p.spec)
+    args = ", ".join([p.python for p in op.params if p.required] + [f"{p.python}=None" for p in op.params if not p.required])
+    lines = [f"@api.route({op.method!r}, {op.route!r}{specs})", f"def {op.handler}({args}):"]
+    ident = r.param.python
+    given = [p for p in op.params if p.where == "body" and p.name != r.key]
+    fields = "{" + ", ".join(f"{p.name!r}: {p.python}" for p in given) + "}"
+    answer = (f"    return {op.status}, None" if op.status == 204 else None)
+    if role in ("read", "change", "delete"):
+        missing = op.not_found[0] if op.not_found else {"error": f"no such {r.param.name}"}
+        lines += [f"    if {ident} not in {r.store}:", f"        return 404, {missing!r}"]
+    if role == "read":
+        lines.append(f"    return dict({r.store}[{ident}])")
+    elif role == "change":
+        lines += [f"    {r.store}[{ident}].update({{k: v for k, v in {fields}.items() if v is not None}})",
+                  answer or f"    return {op.status}, dict({r.store}[{ident}])"]
+    elif role == "delete":
+        lines += [f"    del {r.store}[{ident}]", answer or f"    return {op.status}, {op.body!r}"]
+    elif role == "create":  # the new item: the answer the spec shows for a POST, else an example item
+        shown = isinstance(op.body, dict) and set(op.body) & set().union(*(e.keys() for e in r.items.values()))
+        template = op.body if shown else next(iter(r.items.values()))
+        own = next((p.python for p in op.params if p.name == r.key), None)
+        new_id = f"_next_id({r.store}, {next(iter(r.items))!r})"
+        lines += [f"    {ident} = {own} if {own} is not None else {new_id}" if own else f"    {ident} = {new_id}",
+                  f"    item = {template!r}",
+                  f"    item.update({{k: v for k, v in {fields}.items() if v is not None}})"]
+        if r.key:
+            lines.append(f"    item[{r.key!r}] = {ident}")
+        lines += [f"    {r.store}[{ident}] = item", answer or f"    return {op.status}, dict(item)"]
+    else:  # list: the items, filtered by the parameters that name their fields, cut at a limit
+        field_names = set().union(*(e.keys() for e in r.items.values()))
+        filters = [p for p in op.params if p.name in field_names]
+        limit = next((p for p in op.params if p.name in LIMIT_NAMES and p.name not in field_names), None)
+        test = " and ".join(f"({p.python} is None or item.get({p.name!r}) == {p.python})" for p in filters) or "True"
+        lines.append(f"    found = [dict(item) for item in {r.store}.values() if {test}]")
+        if limit:
+            lines.append(f"    found = found if {limit.python} is None else found[:{limit.python}]")
+        key, _ = _listed(op)
+        body = "found" if key is None else "{" + ", ".join(
+            f"{k!r}: " + ("found" if k == key else "len(found)" if k in COUNT_NAMES and type(v) is int else repr(v))
+            for k, v in op.body.items()) + "}"
+        lines.append(f"    return {body}" if op.status == 200 else f"    return {op.status}, {body}")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- the file
 
 
-def _doc(title: str, info: dict, host: str, key_header, key, bearer, operations: list[Operation]) -> str:
+def _doc(title: str, info: dict, host: str, key_header, key, bearer, operations: list[Operation],
+         resources: list[Resource]) -> str:
     lines = [f"{title}, at https://{host}. {_sentence(info.get('description'))}".strip()]
     if key_header:
         sent = f"{key_header}: Bearer {key}" if bearer else f"{key_header}: {key}"
         lines.append(f"Every request needs the header {sent} (401 without it or with another key).")
+    lines += [r.doc() for r in resources]
     for op in operations:
         parts = [f"{op.method} {op.route}: {op.summary} {op.description}".strip()]
         if op.params:
@@ -483,9 +634,15 @@ def _cases(op: Operation) -> list[tuple]:
 
 def _render(title, info, host, prefix, key_header, key, bearer, headers, operations: list[Operation]) -> str:
     auth = f", key_header={key_header!r}, key={key!r}" + (", bearer=True" if bearer else "") if key_header else ""
-    doc = _doc(title, info, host, key_header, key, bearer, operations)
+    resources = find_resources(operations)
+    doc = _doc(title, info, host, key_header, key, bearer, operations, resources)
     parts = [f'"""{doc}"""', _FRAMEWORK, f"api = Service({host!r}{auth})"]
-    parts += [_route(op) for op in operations]
+    if any("create" in r.ops for r in resources):
+        parts.append(_NEXT_ID)
+    parts += [f"# {r.name} by {r.param.name}: the spec's examples, then what requests make of them\n{r.store} = {{\n"
+              + "".join(f"    {k!r}: {v!r},\n" for k, v in r.items.items()) + "}" for r in resources]
+    roles = {id(op): (r, role) for r in resources for role, op in r.ops.items()}
+    parts += [_resource_route(op, *roles[id(op)]) if id(op) in roles else _route(op) for op in operations]
     gets = [op for op in operations if op.method == "GET"] + [op for op in operations if op.method != "GET"]
     examples = [_request(op, headers) for op in (gets * 2)[:2]]  # one operation: dropped for its count, not here
     parts.append("EXAMPLES = [\n" + "".join(f"    {q!r},\n" for q in examples) + "]")

@@ -42,6 +42,7 @@ from aac.data.anonymize import (
     returns_value,
     with_validator,
 )
+from aac.data.classes import build_module_class, search_config
 from aac.data.coverage import Arc, CoverageReport, CoverageRunner, static_branch_arcs
 from aac.data.examples import Example, stored_output, two_distinct, unreproduced
 from aac.data.infer_params import ValueShape, changed_arguments, guess_inputs, needs, read_shapes
@@ -55,7 +56,7 @@ from aac.data.inputs import (
 )
 from aac.data.mutants import MAX_MUTANTS, add_mutants
 from aac.data.search import InputSearch, probe_calls
-from aac.data.sources import RawTask, bind_signature, clean_description, read_tasks
+from aac.data.sources import RawClass, RawTask, bind_signature, clean_description, read_tasks
 from aac.data.summary import BuildSummary
 from aac.data.targets import targeted_inputs
 from aac.env.instance import Instance, load_instances
@@ -406,15 +407,20 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
     """Instances built from a source spec (see module doc) and the summary of the run.
 
     A function whose `fingerprint` was seen before in the source, or is in `exclude`, is dropped
-    as a duplicate; `sample` builds a seeded random sample of that many of the remaining tasks."""
+    as a duplicate; `sample` builds a seeded random sample of that many of the remaining tasks.
+    A class (`module:`) becomes a row of the stateful domain (aac/data/classes.py), its drop reason
+    counted as `class: REASON`."""
     start = time.monotonic()
     summary = BuildSummary(source)
-    tasks: list[RawTask] = []
+    tasks: list[RawTask | RawClass] = []
     seen = set(exclude)
     for item in read_tasks(source):
         if limit is not None and summary.rows_in >= limit:
             break
         summary.rows_in += 1
+        if isinstance(item, RawClass):
+            tasks.append(item)
+            continue
         if not isinstance(item, RawTask):
             summary.dropped[item[1]] += 1
             continue
@@ -445,7 +451,8 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
                     free.put(builder)
 
             with ThreadPoolExecutor(cfg.workers) as ex:
-                results = list(ex.map(run, tasks))
+                results = list(ex.map(run, [t for t in tasks if isinstance(t, RawTask)]))
+            results += [_class_row(t, pool, runners[0], cfg) for t in tasks if isinstance(t, RawClass)]
             instances = []
             for res in results:
                 if res.instance is None:
@@ -460,6 +467,11 @@ def build(source: str, *, limit: int | None = None, cfg: BuildConfig = BuildConf
             r.close()
     summary.seconds = time.monotonic() - start
     return instances, summary
+
+
+def _class_row(raw: RawClass, pool, coverage: CoverageRunner, cfg: BuildConfig) -> RowResult:
+    res = build_module_class(raw, pool, coverage, search_config(cfg.seed))
+    return RowResult(raw.task_id, res.instance, None if res.reason is None else f"class: {res.reason}", res.coverage)
 
 
 def verify(path: str | Path, *, timeout_s: float = 5.0) -> dict:

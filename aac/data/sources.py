@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from aac.data.anonymize import Parameter, bind_call, parse_quietly
-from aac.data.modules import ModuleFunction, ModuleSourceError, module_functions
+from aac.data.modules import ModuleFunction, ModuleSourceError, locate, module_functions
+from aac.data.test_seeds import TestSeeds, package_tests
 from aac.errors import UserError
 
 SOURCES = ("humaneval", "mbpp", "mbpp_train", "mbpp_test", "cruxeval", "codealpaca", "jsonl", "module")
@@ -61,6 +62,17 @@ class RawTask:
     description: str
 
 
+@dataclass(frozen=True)
+class RawClass:
+    """A class of a `module:` package, built into a row of the stateful domain (aac/data/classes.py)."""
+
+    task_id: str
+    source: str
+    code: str  # the module code the class reaches, its package's imports inlined (original names)
+    name: str
+    sequences: list[list[tuple[str, SeedCall]]]  # call sequences of its package's tests, each from its `new`
+
+
 def parse_source_spec(spec: str) -> tuple[str, Path | None]:
     """`humaneval`, `humaneval:PATH`, `mbpp[_train|_test]:PATH`, `cruxeval:PATH`, `codealpaca:PATH`
     (a file or a folder of them), `jsonl:PATH` -> (name, path). (`module:PKG` names no file: read_tasks.)"""
@@ -76,8 +88,9 @@ def parse_source_spec(spec: str) -> tuple[str, Path | None]:
     return name, Path(path).expanduser() if path else None
 
 
-def read_tasks(spec: str) -> Iterator[RawTask | tuple[str, str]]:
-    """The source's tasks in file order; a row that cannot be read yields (task_id, reason)."""
+def read_tasks(spec: str) -> Iterator[RawTask | RawClass | tuple[str, str]]:
+    """The source's tasks in file order (`module:` also yields its classes); a row that cannot be read
+    yields (task_id, reason)."""
     if spec.startswith("module:"):
         yield from _module(spec.removeprefix("module:"))
         return
@@ -240,21 +253,37 @@ def _generic(path: Path | None) -> Iterator[RawTask | tuple[str, str]]:
                       clean_description(description, entry) if isinstance(description, str) else "")
 
 
-def _module(target: str) -> Iterator[RawTask | tuple[str, str]]:
-    """The functions of an importable package or module (aac/data/modules.py): the code each reaches
-    as the black box, its doctest calls as seeds, its docstring as the description."""
+def _module(target: str) -> Iterator[RawTask | RawClass | tuple[str, str]]:
+    """The functions and classes of an importable package or module (aac/data/modules.py): the code
+    each reaches as the black box, the calls of its doctests and of the package's own tests
+    (aac/data/test_seeds.py) as seeds, its docstring as the description."""
     if not target:
         raise SourceError("source 'module' needs a name: source=module:PKG[.SUB][.func]")
     try:
+        tests = None
         for item in module_functions(target):
             if not isinstance(item, ModuleFunction):
                 yield item
                 continue
+            tests = tests or _package_tests(target)
+            if item.is_class:
+                sequences = [[(name, SeedCall(*call)) for name, call in steps] for steps in tests.sequences_of(item.task_id)]
+                yield RawClass(item.task_id, "module", item.code, item.name, sequences)
+                continue
             doc = item.docstring
-            yield RawTask(item.task_id, "module", item.code, item.name, doctest_calls(doc, item.name),
+            seeds = doctest_calls(doc, item.name) + [SeedCall(*call) for call in tests.calls_of(item.task_id)]
+            yield RawTask(item.task_id, "module", item.code, item.name, seeds,
                           clean_description(doc, item.name, rename=False))
     except ModuleSourceError as e:
         raise SourceError(str(e)) from None
+
+
+def _package_tests(target: str) -> TestSeeds:
+    """What the tests in and beside the target's top-level package call (read, never run)."""
+    top = locate(target.split(".")[0])
+    if top is None:
+        return TestSeeds()
+    return package_tests(top.name, top.folder, top.path if top.folder is None else None)
 
 
 # ---------------------------------------------------------------- test inputs, by AST

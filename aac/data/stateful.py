@@ -90,6 +90,8 @@ class AnonClass:
     description: str  # the gold description, in the anonymised names
     seeds: list[list[tuple[str, tuple]]]  # seed sequences, in the anonymised names
     arities: dict[str, int]
+    uid: str  # the row's id: stateful/<name>, a module class's qualified name
+    pools: dict[str, list[tuple]] = field(default_factory=dict)  # arguments found for members (aac/data/classes.py)
 
 
 def _params(fn: ast.FunctionDef, where: str) -> list[str]:
@@ -150,7 +152,7 @@ def anonymize_class(path: Path, seed: int = 0) -> AnonClass:
         seeds.append(calls)
     description = " ".join(template.format_map(names).split())
     return AnonClass(path.stem, f"stateful/{path.parent.name}", ast.unparse(tree) + "\n", render_header(arities),
-                     description, seeds, arities)
+                     description, seeds, arities, f"stateful/{path.stem}")
 
 
 def class_files(root: Path = SOURCES) -> list[Path]:
@@ -189,6 +191,8 @@ class _Variants:
             for name, args in sequence:
                 if args not in self.args[name]:
                     self.args[name].append(args)
+        for name, pool in anon.pools.items():
+            self.args[name] += [args for args in pool if args not in self.args[name]]
 
     def call(self, name: str) -> tuple[str, tuple]:
         args = self.rng.choice(self.args[name] or [(0,) * self.arities[name]])
@@ -296,7 +300,7 @@ def build_class(anon: AnonClass, pool: SandboxPool, coverage: CoverageRunner, cf
         return replace(res, reason=f"fewer than {cfg.min_tests} test sequences")
     hit = set().union(*(s.arcs for s in tests))
     res.coverage = len(hit & static[0]) / len(static[0]) if static[0] else 1.0
-    inst = Instance(uid=f"stateful/{anon.name}", source=anon.source, code=anon.code, description=anon.description,
+    inst = Instance(uid=anon.uid, source=anon.source, code=anon.code, description=anon.description,
                     header=anon.header, train_examples=[(s.literal, s.results) for s in context],
                     test_examples=[(s.literal, s.results) for s in tests],
                     all_examples=[(s.literal, s.results, None) for s in context], domain=DOMAIN.name)

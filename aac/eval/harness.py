@@ -147,17 +147,19 @@ def resolve(cfg: TrainConfig, overrides: Sequence[str] | None = None, *,
     return cfg, adapter
 
 
-def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None, run: Run | None = None) -> dict:
+def evaluate(cfg: TrainConfig, *, overrides: Sequence[str] | None = None, run: Run | None = None,
+             run_dir: Path | None = None) -> dict:
     """Run the harness described by a composed `eval_config` (played as `resolve` says); returns the report
-    (also in out_dir). `run`: pieces to play on (engines, sandbox pool, scorers) that the caller built from an
-    eval of the same model and closes, so evals in turn start each engine once (aac/eval/side_by_side.py)."""
+    (also in out_dir, or `run_dir` where given: aac.describe plays a package's functions and classes apart).
+    `run`: pieces to play on (engines, sandbox pool, scorers) that the caller built from an eval of the same
+    model and closes, so evals in turn start each engine once (aac/eval/side_by_side.py)."""
     from aac.datasets import load_instances
 
     cfg, adapter = resolve(cfg, overrides)
     if run is not None and (run.cfg.model != cfg.model or run.cfg.rollout != cfg.rollout):
         raise EvalError("evaluate(run=...): the pieces were built for another model or engine settings")
     e = cfg.eval
-    run_dir = output_dir(cfg)
+    run_dir = run_dir or output_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     if adapter is not None and (e.engine or cfg.rollout.engine) == "openai":
         raise EvalError("engine=openai cannot load checkpoint=: serve the adapter with the endpoint "

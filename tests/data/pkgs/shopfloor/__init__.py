@@ -1,0 +1,1 @@
+"""Shopfloor: the till, stockroom and loyalty code of a small shop."""
