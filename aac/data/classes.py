@@ -38,7 +38,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from aac.data.anonymize import RejectedCode, check_safe, fill_empty_bodies, strip_docstrings, parse_quietly
+from aac.data.anonymize import RejectedCode, check_safe, fill_empty_bodies, parse_quietly, strip_docstrings
 from aac.data.callgraph import keep_reachable
 from aac.data.coverage import CoverageRunner
 from aac.data.inputs import code_constants, render
