@@ -13,7 +13,7 @@ Per class (its module code as aac/data/modules.py bundles it, original names):
   and methods `m0..mK` (a seeded order) hand their `arg0..` to the original ones. The class runs as
   written (its calls of its own methods, its base classes, its decorators), and the actor sees only
   the anonymised interface; the critic reads both.
-- the gold description: the class docstring, then `new(...)` and each `mK(...)` with the original
+- the gold description: the class docstring, then new(...) and each mK(...) with the original
   parameter names and the first part of its docstring (members without one are left out).
 - seeds: the call sequences of the package's tests (aac/data/test_seeds.py) and of the class's
   doctests, bound to the interface (keywords and literal defaults filled in).

@@ -250,13 +250,13 @@ class _FileReader:
         return objects, finished
 
     def _construct(self, value: ast.expr, bound: dict) -> tuple[str, list] | None:
-        """(class, [("new", call)]) of `Cls(literals)`, or None."""
+        """(class, [("new", call)]) of Cls(literals), or None."""
         name = self.dotted(value.func) if isinstance(value, ast.Call) else None
         call = name and _literal_call(value, bound)
         return (name, [("new", call)]) if call else None
 
     def _step(self, node: ast.AST, objects: dict, finished: list, bound: dict, called: set[int]) -> None:
-        """A method call or attribute read on an object held, or `Cls(...).m(...)` as an expression."""
+        """A method call or attribute read on an object held, or Cls(...).m(...) as an expression."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             held = _key(node.func.value)
             call = _literal_call(node, bound)
