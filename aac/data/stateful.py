@@ -286,6 +286,8 @@ def build_class(anon: AnonClass, pool: SandboxPool, coverage: CoverageRunner, cf
             else:
                 res.dropped["reaches no new code or result"] += 1
         bases = [s.calls for s in kept] or anon.seeds
+        if not bases:  # nothing ran and nothing seeds a variation: no later round can find more
+            break
         batch = [(variants.vary(rng.choice(bases)), False) for _ in range(cfg.budget)]
     for seq in list(kept):  # replay depends on determinism: a second run must agree step by step
         again, why = _run(pool, record, Calls(seq.calls, seq.literal), cfg)
