@@ -82,12 +82,13 @@ def _domain_data(domain: str) -> str:
 
 
 def _register_resolvers() -> None:
+    """The resolvers the schema's interpolations use, registered where a config is composed or checked
+    (`register_configs`, `validate`), not on import: the learner, its memory model and the device check
+    import this module on machines without omegaconf (benchmarks/gpu_check.py)."""
     from omegaconf import OmegaConf
 
-    OmegaConf.register_new_resolver("domain_data", _domain_data, replace=True)
-
-
-_register_resolvers()
+    if not OmegaConf.has_resolver("domain_data"):
+        OmegaConf.register_new_resolver("domain_data", _domain_data)
 
 
 # ---------------------------------------------------------------- how a setting is declared
@@ -837,6 +838,7 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
+    _register_resolvers()
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=TrainConfig)
     for path in sorted(resource_dir("recipes").glob("*.yaml")):
@@ -883,6 +885,7 @@ def validate(cfg: TrainConfig) -> None:
     """Every setting's range, then every cross-key rule; the first broken one as a one-line `ConfigError`."""
     from omegaconf import OmegaConf
 
+    _register_resolvers()
     for key, f in settings():
         bounds = f.metadata.get("range")
         if bounds is not None and not bounds.allows(value := OmegaConf.select(cfg, key)):
