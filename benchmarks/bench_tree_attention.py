@@ -50,7 +50,7 @@ def kernels(tree: PrefixTree, heads: int, kv: int, dim: int) -> dict:
     return {
         "segments": lambda q, k, v: ta._segments_attention(module, q, k, v, tree.segments(), None),
         "dense": lambda q, k, v: scaled_dot_product_attention(q, k, v, attn_mask=dense_mask, enable_gqa=True),
-        "flex": lambda q, k, v: flex(q, k, v, block_mask=mask, enable_gqa=True),
+        "flex": lambda q, k, v: flex(q.detach(), k.detach(), v.detach(), block_mask=mask, enable_gqa=True),
     }
 
 

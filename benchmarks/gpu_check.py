@@ -156,17 +156,16 @@ def _slice(shape: Shape, layers: int, tokens: int, samples: list[Sample], steps:
         learner.update(samples)  # warm-up: kernels (FlexAttention's compile), the allocator, AdamW's moments
         _sync(device)
         torch.cuda.reset_peak_memory_stats()
-        measured = None
-    else:
-        measured = update_peak(learner, samples)["total"]  # warm-up included
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        m = learner.update(samples)
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    if device.type == "cuda":
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            m = learner.update(samples)
+            _sync(device)
+            times.append(time.perf_counter() - t0)
         measured = torch.cuda.max_memory_allocated()
+    else:  # the rehearsal: one update after the warm-up, timed under the tensor count
+        peak = update_peak(learner, samples)
+        measured, times, m = peak["total"], [peak["seconds"]], peak["metrics"]
     out = {"layers": layers, "step_s": statistics.median(times), "tokens": m["tokens"],
            "micro_batches": m["micro_batches"], "peak_gb": measured / GiB, "predicted_gb": predicted["total"] / GiB,
            "predicted_over_measured": predicted["total"] / measured}

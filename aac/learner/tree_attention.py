@@ -13,8 +13,8 @@ the sync probe) is plain sdpa with its own mask.
   mask goes in as the model's `attention_mask` (a 4D BlockMask), so transformers builds no dense one.
 - `segments` (the CPU): one sdpa call per segment on the keys of its root path (one gather for the row)
   and a padded bias. torch's FlexAttention has no CPU backward (torch 2.13 raises), and one dense sdpa
-  call over the row's tree mask measured 0.4-0.8x this loop's speed on flagship-like rows of 4-8k tokens
-  (benchmarks/bench_tree_attention.py). sdpa's CPU flash kernel takes the mask and grouped heads together
+  call over the row's tree mask measured 0.1-0.9x this loop's speed (forward + backward) on flagship-like rows
+  of 4-8k tokens (benchmarks/bench_tree_attention.py). sdpa's CPU flash kernel takes the mask and grouped heads together
   (`enable_gqa`). On CUDA, where it was the learner's kernel before `flex` and is what
   benchmarks/gpu_check.py times beside it, no fused kernel does (FlashAttention takes no mask, the
   memory-efficient kernel no grouped heads), so there the KV heads are expanded to the query heads first
