@@ -8,8 +8,7 @@ packed by `aac.learner.packing.pack_plan`), per layer call at a model's heads:
 - `flex`: FlexAttention over the tree's BlockMask, compiled for this row's shape (the CPU can: forward only,
   no backward and no dynamic-shape compile in torch 2.13) - CUDA's kernel, its block sparsity on the CPU.
 
-    python benchmarks/bench_tree_attention.py                 # rows of 4096 and 8192 tokens, narrow and 8B heads
-    python benchmarks/bench_tree_attention.py --update        # also a learner update of the narrow model
+    python benchmarks/bench_tree_attention.py     # rows of 4096 and 8192 tokens, narrow and Qwen3-8B heads
 
 Times are medians over `--rounds` interleaved rounds (kernels in turn, so load drifts fall on all), fp32.
 """
@@ -26,7 +25,7 @@ from types import SimpleNamespace
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_learner import build_random, flagship_batch  # noqa: E402
+from gpu_learner import flagship_batch  # noqa: E402
 from memory_model_check import NARROW  # noqa: E402
 
 from aac.learner.packing import PrefixTree, pack_plan  # noqa: E402
@@ -94,35 +93,14 @@ def attention_rows(budgets: list[int], rounds: int) -> None:
                       f"{ratio} |", flush=True)
 
 
-def update_row(budget: int) -> None:
-    """One learner update of the narrow model (2 layers, fp32, checkpointing, KL on) on the flagship-shaped
-    batch: the CPU's update tokens/s, through the segments kernel (what the CPU runs)."""
-    from aac.config import LearnerConfig
-    from aac.learner import Learner
-
-    samples = flagship_batch(NARROW.vocab_size)
-    cfg = LearnerConfig(backend="torch", dtype="float32", lora_r=16, lora_alpha=16, lr=1e-6, kl_coef=0.001,
-                        gradient_checkpointing=True, micro_batch_tokens=budget, logprob_chunk=256)
-    learner = Learner(cfg, "", seed=0, base_model=build_random(NARROW, torch.float32, torch.device("cpu")))
-    learner.update(samples)
-    t0 = time.perf_counter()
-    m = learner.update(samples)
-    s = time.perf_counter() - t0
-    print(f"\nupdate (narrow, 2 layers, fp32, micro_batch_tokens {budget}): {m['tokens']} tokens in {m['micro_batches']} "
-          f"rows, {s:.1f} s, {m['tokens'] / s:.0f} update tok/s, {m['loss_tokens'] / s:.0f} generated tok/s")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budgets", default="4096,8192", help="micro_batch_tokens: the biggest row of each is timed")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--update", action="store_true", help="also time a learner update of the narrow model")
     args = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; Qwen3-8B heads {QWEN3_8B.num_attention_heads}"
           f"/{QWEN3_8B.num_key_value_heads}", flush=True)
     attention_rows([int(b) for b in args.budgets.split(",")], args.rounds)
-    if args.update:
-        update_row(4096)
 
 
 if __name__ == "__main__":
