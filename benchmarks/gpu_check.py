@@ -202,7 +202,7 @@ def learner_update(shape: Shape, layers: tuple[int, int], tokens: int, samples: 
             "predicted_over_measured": predicted["total"] / GiB / peak_gb}
 
 
-def row_of_2048_turns(shape: Shape, tokens: int, seq_len: int) -> list[Sample]:
+def shared_prefix_turns(shape: Shape, tokens: int, seq_len: int) -> list[Sample]:
     """Turns of `seq_len` tokens sharing a prompt prefix, as many as make one prefix-shared row of about
     `tokens` unique tokens (the micro-batch the budget allows)."""
     shared = int(int(seq_len * PROMPT_FRAC) * SHARED_FRAC)
@@ -361,11 +361,11 @@ def main() -> None:
     if rehearsal:  # one micro-batch per update: the rehearsal runs in the test suite
         tokens, flagship_tokens, steps, layers = 256, 1024, 1, (1, 2)
         flagship = flagship_batch(shape.vocab_size, groups=1, turns=2, prompt=32, reply=(4, 10))
-        row = row_of_2048_turns(shape, tokens, 64)
+        row = shared_prefix_turns(shape, tokens, 64)
     else:
         tokens, flagship_tokens, steps, layers = 32768, 32768, args.steps, (2, 4)
         flagship = flagship_batch(shape.vocab_size)
-        row = row_of_2048_turns(shape, tokens, 2048)
+        row = shared_prefix_turns(shape, tokens, 2048)
     check.results.update(shape=asdict(shape), micro_batch_tokens=tokens)
     check.part("tree_attention", lambda: tree_attention(shape, flagship, flagship_tokens, steps, device))
     check.part("learner_update", lambda: learner_update(shape, layers, tokens, row, steps, device))
