@@ -66,12 +66,13 @@ def _domain_data(domain: str) -> str:
 
 
 def _register_resolvers() -> None:
+    """The resolvers the schema's interpolations use, registered where a config is composed or checked
+    (`register_configs`, `validate`), not on import: the learner, its memory model and the device check
+    import this module on machines without omegaconf (benchmarks/gpu_check.py)."""
     from omegaconf import OmegaConf
 
-    OmegaConf.register_new_resolver("domain_data", _domain_data, replace=True)
-
-
-_register_resolvers()
+    if not OmegaConf.has_resolver("domain_data"):
+        OmegaConf.register_new_resolver("domain_data", _domain_data)
 
 
 MAX_MMAP_THRESHOLD_KB = 32 * 1024  # glibc's ceiling on 64-bit (HEAP_MAX_SIZE / 2)
@@ -768,6 +769,7 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
+    _register_resolvers()
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=TrainConfig)
     for path in sorted(resource_dir("recipes").glob("*.yaml")):
@@ -792,6 +794,7 @@ def check_literals(literals: Sequence[str]) -> tuple[str, ...]:
 
 def validate(cfg: TrainConfig) -> None:
     """Every setting's range, then every cross-key rule; the first broken one as a one-line `ConfigError`."""
+    _register_resolvers()
     check_settings(cfg, TrainConfig)
 
 

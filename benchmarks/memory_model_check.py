@@ -6,8 +6,9 @@ narrow bf16 model with the flagship's GQA ratio, and 2-layer slices at a quarter
     python benchmarks/memory_model_check.py            # every row (minutes on 2 cores)
     python benchmarks/memory_model_check.py --quick    # the rows tests/test_memory_model.py checks
 
-Prints one markdown row per setting: predicted and measured MiB and their ratio. The CPU runs no K/V
-expansion (sdpa takes grouped heads there): the prediction is made for the CPU (`device="cpu"`).
+Prints one markdown row per setting: predicted and measured MiB and their ratio (the prediction is made
+for the CPU, `device="cpu"`: its segments kernel), then what a one-rank DeepSpeed learner adds over the
+torch one at each ZeRO stage beside the predicted `zero_buffers`.
 """
 
 from __future__ import annotations
@@ -60,6 +61,26 @@ def measure(shape: Shape, dtype: str, tokens: int, seq_len: int, **overrides: An
             "ratio": predicted["total"] / measured["total"]}
 
 
+def zero_overhead(shape: Shape, stages: tuple[int, ...] = (0, 1, 2), tokens: int = 128) -> dict[int, int]:
+    """Per DeepSpeed ZeRO stage, the bytes a one-rank DeepSpeed learner adds at its highest point over the
+    plain torch learner's, counted from its construction (where ZeRO copies the adapter) through two updates."""
+    from aac.learner.tensor_peak import TensorPeak
+
+    batch = make_batch(2 * tokens, tokens // 2, 0.5, shape.vocab_size, seed=0, shared_frac=0.5)
+    peaks = {}
+    for stage in (None, *stages):
+        model = build_random(shape, torch.float32, torch.device("cpu"))
+        cfg = LearnerConfig(backend="torch" if stage is None else "deepspeed", zero_stage=stage or 0, lora_r=16,
+                            lora_alpha=16, lr=1e-4, micro_batch_tokens=tokens)
+        with TensorPeak(list(model.parameters())) as tp:
+            learner = Learner(cfg, "", seed=0, base_model=model)
+            learner.update(batch)
+            learner.update(batch)
+        peaks[stage] = tp.peak
+        del learner, model
+    return {stage: peaks[stage] - peaks[None] for stage in stages}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -71,6 +92,10 @@ def main() -> None:
         r = measure(shape, dtype, tokens, seq_len, **overrides)
         print(f"| {name} | {r['tokens']} | {r['predicted'] / 2**20:.1f} | {r['measured'] / 2**20:.1f} | "
               f"{r['ratio']:.3f} | {time.perf_counter() - t0:.0f} |", flush=True)
+    print("\n| narrow fp32, DeepSpeed one rank | added over torch MiB | predicted zero_buffers MiB |\n|---|---|---|")
+    for stage, added in zero_overhead(NARROW).items():
+        cfg = LearnerConfig(backend="deepspeed", zero_stage=stage, lora_r=16)
+        print(f"| ZeRO {stage} | {added / 2**20:.2f} | {predict(Dims.of_shape(NARROW), cfg)['zero_buffers'] / 2**20:.2f} |")
 
 
 if __name__ == "__main__":

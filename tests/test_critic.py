@@ -236,6 +236,24 @@ def test_engine_crash_gives_fallbacks_not_an_exception():
     assert critic.health["fallbacks"] == 2 and critic.health["fallback_rate"] == 1.0
 
 
+@pytest.mark.parametrize("scoring", ["generate", "logprob"])
+def test_prompts_past_the_context_are_counted_truncated_and_not_asked_again(tiny_model_path, scoring):
+    """A real engine whose context is shorter than the critic's prompts (~800 tokens): each judgment is
+    unscored and counted as truncated (critic/truncated), not as a fallback, and not sent again."""
+    from aac.engines import make_engine
+
+    engine = make_engine("hf", tiny_model_path, dtype="float32", max_model_len=256, seed=0)
+    try:
+        critic = PrivilegedCritic(engine, CriticConfig(scoring=scoring))
+        batch = _real_batch()[:2]
+        assert critic.score(batch) == [None, None]
+        h = critic.health
+        assert (h["truncated"], h["fallbacks"], h["requests"], h["parse_failures"]) == (2, 0, 2, 0)
+        assert critic.score(batch) == [None, None] and critic.health["requests"] == 2  # from the cache
+    finally:
+        engine.close()
+
+
 def _critic(cfg: CriticConfig) -> tuple[PrivilegedCritic, Engine]:
     engine = critic_engine(EngineSet(ModelConfig(), RolloutConfig(), 0, use_ray=False), cfg)
     return PrivilegedCritic(engine, cfg), engine

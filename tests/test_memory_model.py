@@ -31,7 +31,7 @@ def test_the_prediction_is_within_its_tolerance_of_the_measured_peak(shape, dtyp
     assert 0.9 <= r["ratio"] <= 1.45, r
 
 
-def test_checkpointing_expansion_and_zero_move_the_prediction_as_the_update_holds_them():
+def test_checkpointing_kernel_and_zero_move_the_prediction_as_the_update_holds_them():
     dims = model_dims("qwen3_8b")
     assert dims == Dims(QWEN3_8B.vocab_size, 4096, 12288, 36, 32, 8, 128)
     cfg = LearnerConfig(dtype="bfloat16", lora_r=16, gradient_checkpointing=True, micro_batch_tokens=32768, zero_stage=2)
@@ -39,13 +39,28 @@ def test_checkpointing_expansion_and_zero_move_the_prediction_as_the_update_hold
     on_gpu, on_cpu = predict(dims, cfg, batch=batch), predict(dims, cfg, device="cpu", batch=batch)
     assert on_gpu["weights"] == pytest.approx(16.4e9, rel=0.01)  # Qwen3-8B's 8.19B parameters in bf16
     assert on_gpu["lora_adam"] == 16 * dims.lora_params(16) and dims.lora_params(16) == pytest.approx(43.6e6, rel=0.01)
-    # CUDA expands the 8 KV heads to 32 before the kernel: 4x the gathered keys and values of a layer
-    assert on_gpu["backward_peak"] - on_cpu["backward_peak"] == 2 * (4096 - 1024) * 2 * batch.path_tokens
-    assert on_gpu["zero_buffers"] == 12 * dims.lora_params(16)  # DeepSpeed ZeRO 2 (the recipe's)
+    # CUDA's flex kernel keeps the row's keys and values, the CPU's segments kernel those gathered along
+    # each segment's path (4x here); flex's block mask replaces the segments' masks and the dense one
+    assert on_cpu["backward_peak"] - on_gpu["backward_peak"] == 2 * 1024 * 2 * (batch.path_tokens - 32768)
+    assert on_cpu["hidden_and_masks"] - on_gpu["hidden_and_masks"] == batch.mask_entries * 3 + 32768 ** 2
+    assert on_gpu["zero_buffers"] == 4 * dims.lora_params(16)  # ZeRO 2: its float32 copy of the adapter
     off = predict(dims, LearnerConfig(**{**vars(cfg), "gradient_checkpointing": False}), batch=batch)
     layer = on_gpu["backward_peak"] - 32768 * (2 * 12288 * 4 + 2 * 4096 * 4)  # one layer's, less backward's gradients
     assert off["layers_kept"] == 36 * layer and off["checkpoints"] == 0
     assert off["total"] > 2.5 * on_gpu["total"]
+
+
+def test_zero_buffers_are_what_deepspeed_adds_to_the_torch_learner():
+    """The bytes a one-rank DeepSpeed learner holds at its highest point, from its construction through two
+    updates, beyond the plain torch learner's, at ZeRO 2: the predicted `zero_buffers` (its gradient bucket
+    sized to the adapter: DeepSpeed's default would add 1.9 GB). benchmarks/memory_model_check.py also
+    measures stages 0 (nothing added) and 1."""
+    from memory_model_check import zero_overhead
+
+    (added,) = zero_overhead(TINY, stages=(2,)).values()
+    predicted = predict(Dims.of_shape(TINY), LearnerConfig(backend="deepspeed", zero_stage=2, lora_r=16))["zero_buffers"]
+    assert predicted == 4 * Dims.of_shape(TINY).lora_params(16)
+    assert 0.95 * predicted <= added <= 1.05 * predicted, (added, predicted)
 
 
 def test_the_flagship_fits_an_h100_and_four_times_its_micro_batch_does_not():

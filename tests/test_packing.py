@@ -116,7 +116,69 @@ def test_the_kernel_in_use_names_the_grouped_head_path():
 
     config = Qwen3Config(num_attention_heads=QWEN3_8B.num_attention_heads, head_dim=QWEN3_8B.head_dim,
                          num_key_value_heads=QWEN3_8B.num_key_value_heads, hidden_size=QWEN3_8B.hidden_size)
-    assert kernel_in_use(config, torch.device("cpu"), torch.bfloat16) == "sdpa flash_attention on cpu, grouped heads (enable_gqa)"
+    assert kernel_in_use(config, torch.device("cpu"), torch.bfloat16) == \
+        "sdpa flash_attention on cpu per segment, grouped heads (enable_gqa)"
+    assert kernel_in_use(config, torch.device("cuda"), torch.bfloat16) == \
+        "flex_attention on cuda, one call per row and layer, grouped heads (enable_gqa)"
+
+
+def test_the_block_mask_is_the_prefix_tree():
+    """Tile by tile, the BlockMask made from the tree's subtree ends is what torch makes by evaluating the
+    mask everywhere (empty, partial and full tiles alike), and token by token it is the segments' masks."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    from aac.learner.packing import subtree_ends
+    from aac.learner.tree_attention import block_mask
+
+    seqs = [s.prompt_ids + s.completion_ids for s in group_samples()]
+    seqs += [seqs[0][:30] + [7] * 41, seqs[1][:12] + [9] * 3]  # a deep branch and a short one
+    (row,) = pack_plan(seqs, budget=4096)
+    n = len(row.tokens)
+    assert n % 16 and n > 4 * 16  # a partial last tile, several tiles
+    ends = torch.tensor(subtree_ends(row.positions))
+    seen = torch.zeros(n, n, dtype=torch.bool)
+    for seg in segments(row):
+        seen[seg.start:seg.end, seg.path] = seg.mask
+    i = torch.arange(n)
+    assert torch.equal((i[None] <= i[:, None]) & (i[:, None] < ends[None]), seen)
+    mine = block_mask(ends, 16)
+    ref = create_block_mask(lambda b, h, q, kv: seen[q, kv], None, None, n, n, device="cpu", BLOCK_SIZE=16)
+    assert torch.equal(mine.to_dense(), ref.to_dense())
+    assert torch.equal(mine.full_kv_num_blocks, ref.full_kv_num_blocks) and mine.full_kv_num_blocks.sum() > 0
+    assert mine.sparsity() == ref.sparsity() > 30
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_the_flex_kernel_gives_the_segments_log_probs_and_gradients(tiny_model_path, monkeypatch):
+    """CUDA's kernel (one FlexAttention call per row and layer over the tree's BlockMask, tiles of 16 so
+    that rows span several) against the CPU's segments loop, fp32 on the CPU, grouped heads and gradient
+    checkpointing on: FlexAttention has no CPU
+    backward, so its unfused reference form runs here with torch's device check lifted (the same mask,
+    scaling and grouped heads; CUDA compiles the same call to one kernel)."""
+    import torch.nn.attention.flex_attention as flex
+
+    from aac.learner import tree_attention
+
+    samples = group_samples()
+    loop = _trained(tiny_model_path, gqa=True, logprob_chunk=4, gradient_checkpointing=True)
+    fused = _trained(tiny_model_path, gqa=True, logprob_chunk=4, gradient_checkpointing=True)
+    loop_old = loop.old_logprobs(samples)
+    old = [[x - 0.1 * (i % 3) for i, x in enumerate(row)] for row in loop_old]  # ratio != 1: the clip engages
+    m_loop, g_loop = _gradients(loop, samples, old_logprobs=old)
+    calls = []
+    monkeypatch.setattr(tree_attention, "tree_kernel", lambda device: "flex")
+    monkeypatch.setattr(tree_attention, "BLOCK", 16)
+    monkeypatch.setattr(tree_attention, "_flex", lambda: lambda *a, **kw: calls.append(kw) or flex.flex_attention(*a, **kw))
+    monkeypatch.setattr(flex, "_validate_device", lambda *a: None)
+    assert fused.old_logprobs(samples) == [pytest.approx(o, abs=1e-5) for o in loop_old]
+    m_fused, g_fused = _gradients(fused, samples, old_logprobs=old)
+    for key in ("loss", "pg_loss", "kl", "clip_frac"):
+        assert m_fused[key] == pytest.approx(m_loop[key], abs=1e-6)
+    assert m_loop["clip_frac"] > 0 and m_loop["kl"] > 0
+    assert torch.allclose(g_fused, g_loop, rtol=1e-4, atol=1e-6)
+    layers = fused.policy.config.num_hidden_layers
+    # one call per layer: old log-probs, then the reference, the policy and its recompute (checkpointing)
+    assert len(calls) == layers * 4 and {kw["enable_gqa"] for kw in calls} == {True}
 
 
 def test_logprob_chunk_bounds_the_logits_not_the_loss(tiny_model_path):

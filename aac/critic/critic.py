@@ -14,6 +14,8 @@ With `critic.informativeness=coverage`, informativeness judgments are not asked 
 A judgment without a score is None, never a number (docs/method.md §7.1 P5: masked downstream):
 - a reply without a valid rating (generate), or with no digit among the log-probs an endpoint
   returned (logprob), counts as a parse failure and is cached (asking again gives the same answer);
+- a prompt longer than its engine's context (`model.max_model_len`) counts as
+  truncated (`critic/truncated`) and is cached: it has no score, and asking again gives none;
 - a request the engine could not serve (endpoint down, timeout after retries, engine crash) counts
   as a fallback and is not cached, so the next call asks again.
 The cache maps (instance uid, judgment kind, prompt) to the score: the prompt holds the graded text
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from aac.critic.judgment import Judgment
 from aac.critic.parsing import RATING_MAX, RATING_MIN, parse_rating
 from aac.critic.prompts import critic_messages
-from aac.engines.base import Engine, GenRequest, GenResult, Sampling, TokenLogprobs
+from aac.engines.base import Engine, GenRequest, GenResult, Sampling, TokenLogprobs, is_too_long
 
 if TYPE_CHECKING:
     from aac.config import CriticConfig
@@ -56,6 +58,7 @@ class _Counters:
     missing: int = 0  # generate: no `Rating:` number; logprob: no digit among the returned log-probs
     invalid: int = 0  # a rating outside 0..9 or not an integer
     fallbacks: int = 0  # requests that got no reply at all
+    truncated: int = 0  # prompts past the engine's context: no reply, no score (a local engine says so)
     retries: int = 0  # transient failures the engine retried
     latency_s: float = 0.0  # wall time inside the engine
     digit_mass: float = 0.0  # logprob: summed probability of the ten digits (low: the cue is not followed)
@@ -185,6 +188,10 @@ class PrivilegedCritic(Counted):
             c.retries += reply.retries
         failed = reply is None or (reply.error is not None if isinstance(reply, TokenLogprobs)
                                    else reply.finish_reason == "error")
+        if failed and reply is not None and is_too_long(reply.error):
+            c.truncated += 1
+            log.debug("critic: judgment unscored: %s", reply.error)
+            return self._cached(key, None)
         if failed:
             c.fallbacks += 1
             if reply is not None:
@@ -201,6 +208,10 @@ class PrivilegedCritic(Counted):
         if status != "ok":
             c.parse_failures += 1
             setattr(c, status, getattr(c, status) + 1)
+        return self._cached(key, score)
+
+    def _cached(self, key: tuple, score: Optional[float]) -> Optional[float]:
+        """`score`, kept for `key` where the cache is on (lock held)."""
         if self.cfg.cache:
             self._cache[key] = score
             if len(self._cache) > CACHE_ENTRIES:

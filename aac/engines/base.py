@@ -283,7 +283,15 @@ def too_long_logprobs(prompt_ids: list[int], max_model_len: int) -> TokenLogprob
 
 
 def _too_long_message(prompt_ids: list[int], max_model_len: int) -> str:
-    return f"prompt of {len(prompt_ids)} tokens leaves no room in max_model_len={max_model_len}"
+    return f"prompt of {len(prompt_ids)} tokens {TOO_LONG} max_model_len={max_model_len}"
+
+
+TOO_LONG = "leaves no room in"  # what `too_long`'s error says, and `is_too_long` reads
+
+
+def is_too_long(error: Optional[str]) -> bool:
+    """Whether a result's error is `too_long`'s: the prompt does not fit the context (asking again will not help)."""
+    return error is not None and TOO_LONG in error
 
 
 def cut_at_stop(text: str, stop: Optional[list[str]], include: bool = False) -> tuple[str, bool]:

@@ -4,17 +4,21 @@ model's shape and `LearnerConfig`, counted tensor by tensor as the update holds 
 
 - weights: the frozen base in `learner.dtype`;
 - LoRA: the adapter in float32, its gradients and AdamW's two moments (16 bytes a parameter);
-- ZeRO (DeepSpeed stage >= 1): its float32 partition of the adapter, that partition's gradient and one
-  flattened gradient bucket (12 bytes a parameter);
+- ZeRO (DeepSpeed stage >= 1; DeepSpeed runs one rank here, so ZeRO partitions nothing and only adds):
+  its float32 copy of the adapter, 4 bytes a parameter, and at stage 1 a flat float32 gradient beside
+  the parameters' own (8); its gradient bucket takes the place of the gradients it gathers, sized to the
+  adapter by aac.learner.backends (DeepSpeed's default, 5e8 elements, would add 1.9 GB every backward);
 - checkpoints: each checkpointed layer's input [T, H]; a layer left un-checkpointed keeps all of its own;
-- the final hidden states, the segments' masks (bool and additive bias) and the dense [T, T] causal mask
-  transformers builds for the row, kept for the whole micro-batch;
+- the final hidden states; with the CPU's segments kernel also the segments' masks (bool and additive
+  bias) and the dense [T, T] causal mask transformers builds for the row (the flex kernel's block mask
+  replaces it), kept for the whole micro-batch;
 - then the higher of backward's two phases: one `logprob_chunk` of float32 logits with their gradient, or
   one layer's activations, recomputed: what autograd saves in a Qwen3 decoder layer with LoRA on every
   linear (peft casts each adapter's input to float32: a copy where the base is bf16; the RMSNorms' float32
-  copies; the MLP's gate, up, silu and product), and the prefix tree's keys and values gathered along each
-  segment's root path (`path_tokens`, more than T where turns share prefixes), expanded to the query heads
-  on CUDA (`aac.learner.tree_attention`), with the gradients in flight through that layer.
+  copies; the MLP's gate, up, silu and product), and the keys and values attention keeps
+  (`aac.learner.tree_attention`): the row's own with the flex kernel (CUDA), those gathered along each
+  segment's root path with the segments kernel (the CPU: `path_tokens`, more than T where turns share
+  prefixes), with the gradients in flight through that layer.
 
 T is `learner.micro_batch_tokens` (a micro-batch's unique tokens). `predict` is checked against the peak
 measured on the CPU (`aac.learner.tensor_peak`) at small shapes (tests/test_memory_model.py, RESULTS
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 
     from aac.config import TrainConfig
     from aac.learner.packing import PackedRow
+    from aac.models import Shape
 
 log = logging.getLogger(__name__)
 GiB = 2**30
@@ -65,6 +70,11 @@ class Dims:
                    getattr(config, "num_key_value_heads", None) or heads,
                    getattr(config, "head_dim", None) or config.hidden_size // heads,
                    bool(getattr(config, "tie_word_embeddings", False)))
+
+    @classmethod
+    def of_shape(cls, s: Shape) -> Dims:
+        return cls(s.vocab_size, s.hidden_size, s.intermediate_size, s.num_hidden_layers, s.num_attention_heads,
+                   s.num_key_value_heads, s.head_dim)
 
     def linears(self) -> list[tuple[int, int]]:
         """(in, out) of each linear of one layer: q, k, v, o, gate, up, down."""
@@ -102,7 +112,7 @@ class Batch:
         return cls(len(row.tokens), sum(len(s.path) for s in segs), sum(s.mask.numel() for s in segs))
 
 
-def layer_bytes(d: Dims, b: int, r: int, batch: Batch, *, fused_mlp: bool, expand_kv: bool) -> dict[str, int]:
+def layer_bytes(d: Dims, b: int, r: int, batch: Batch, *, fused_mlp: bool, kernel: str) -> dict[str, int]:
     """What autograd keeps of one decoder layer for backward, and backward's gradients in flight."""
     t, h, i = batch.tokens, d.hidden, d.intermediate
     q, kv = d.heads * d.head_dim, d.kv_heads * d.head_dim
@@ -117,7 +127,7 @@ def layer_bytes(d: Dims, b: int, r: int, batch: Batch, *, fused_mlp: bool, expan
     norms += (2 + d.heads + d.kv_heads) * 4
     adapters += 7 * r * 4
     attention = q * b * 2 + d.heads * 4  # rotated queries, the output (and its logsumexp)
-    keys = 2 * (q if expand_kv else kv) * b * batch.path_tokens
+    keys = 2 * kv * b * (batch.path_tokens if kernel == "segments" else t)
     # gate and up (fused: all the op keeps) or gate, silu, up and the product down's adapter reads in float32
     mlp = 2 * i * b if fused_mlp else 3 * i * b + 4 * i
     saved = t * (norms + adapters + attention + mlp) + keys
@@ -135,9 +145,13 @@ def predict(dims: Dims, cfg: TrainConfig, *, device: str = "cuda", batch: Option
     r = cfg.lora_r
     batch = batch or Batch.assumed(cfg.micro_batch_tokens, max_model_len)
     lora = dims.lora_params(r)
+    from aac.learner.tree_attention import tree_kernel
+
+    zero = str(cfg.backend) == "deepspeed" and cfg.zero_stage >= 1
     out = {"weights": dims.base_params() * b, "lora_adam": 16 * lora,
-           "zero_buffers": 12 * lora if str(cfg.backend) == "deepspeed" and cfg.zero_stage >= 1 else 0}
-    layer = layer_bytes(dims, b, r, batch, fused_mlp=cfg.fused_mlp, expand_kv=device == "cuda" and dims.heads != dims.kv_heads)
+           "zero_buffers": (8 if cfg.zero_stage == 1 else 4) * lora if zero else 0}
+    kernel = tree_kernel(device) if cfg.prefix_sharing else "segments"
+    layer = layer_bytes(dims, b, r, batch, fused_mlp=cfg.fused_mlp, kernel=kernel)
     if cfg.gradient_checkpointing:
         checkpointed = dims.layers if cfg.checkpoint_layers is None else cfg.checkpoint_layers
     else:
@@ -147,7 +161,8 @@ def predict(dims: Dims, cfg: TrainConfig, *, device: str = "cuda", batch: Option
     out["layers_kept"] = kept * layer["layer_saved"]
     # the final hidden states and the loss tokens' gather of them; the segments' masks and the dense causal
     # mask transformers builds for the row ([T, T] bool) live through the whole pass
-    out["hidden_and_masks"] = 2 * batch.tokens * dims.hidden * b + batch.mask_entries * (1 + b) + batch.tokens ** 2
+    masks = batch.mask_entries * (1 + b) + batch.tokens ** 2 if kernel == "segments" else 0
+    out["hidden_and_masks"] = 2 * batch.tokens * dims.hidden * b + masks
     # then the highest of backward's two phases: a chunk of float32 logits (and their exp, shifted copy and
     # gradient), or one layer's backward (recomputed when checkpointed) with the gradients in flight
     chunk = min(cfg.logprob_chunk or batch.tokens, batch.tokens)
@@ -168,9 +183,7 @@ def model_dims(name: str) -> Optional[Dims]:
 
     spec = REGISTRY.get(name)
     if spec is not None and spec.shape is not None:
-        s = spec.shape
-        return Dims(s.vocab_size, s.hidden_size, s.intermediate_size, s.num_hidden_layers, s.num_attention_heads,
-                    s.num_key_value_heads, s.head_dim)
+        return Dims.of_shape(spec.shape)
     folder = aac_home() / "models" / name if spec is not None else Path(name).expanduser()
     config = folder / "config.json"
     if not config.is_file():

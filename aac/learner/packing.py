@@ -3,11 +3,11 @@
 The turns of a GRPO group repeat long prompt prefixes (system prompt, header, context examples,
 whole first prompts). Sorted lexicographically, each sequence shares with its predecessor the
 longest prefix it shares with any earlier one, so the tree in depth-first order is, sequence by
-sequence, the tokens after that common prefix (a "segment"). Each segment's queries attend to the
-keys of its own root path (`aac.learner.tree_attention`) at its depth as position id: the same
-keys, values and positions as in the sample's own row, so log-probs equal the unshared forward's up
-to float summation order, and a shared prefix's activations get the gradient of every sample that
-reads them, as each copy would.
+sequence, the tokens after that common prefix (a "segment"): the row is the prefix tree in depth-first
+order. Each token attends to the keys of its own root path (`aac.learner.tree_attention`) at its depth
+as position id: the same keys, values and positions as in the sample's own row, so log-probs equal the
+unshared forward's up to float summation order, and a shared prefix's activations get the gradient of
+every sample that reads them, as each copy would.
 """
 
 from __future__ import annotations
@@ -87,6 +87,39 @@ class Segment:
         return self._bias[dtype]
 
 
+def subtree_ends(positions: Sequence[int]) -> list[int]:
+    """ends[j]: the row index just past token j's subtree. In depth-first order a token's subtree is the
+    run of deeper tokens right after it, so key j is on query i's root path iff j <= i < ends[j]."""
+    ends, open_ = [len(positions)] * len(positions), []
+    for i, depth in enumerate(positions):
+        while open_ and positions[open_[-1]] >= depth:
+            ends[open_.pop()] = i
+        open_.append(i)
+    return ends
+
+
+@dataclass
+class PrefixTree:
+    """A packed row's attention structure: `ends` (`subtree_ends`, on the row's device) for the fused
+    kernel, the row's segments (made on first use) for the per-segment one."""
+
+    row: PackedRow
+    ends: torch.Tensor
+    _segments: Optional[list[Segment]] = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: PackedRow) -> PrefixTree:
+        return cls(row, torch.tensor(subtree_ends(row.positions)))
+
+    def to(self, device: torch.device) -> PrefixTree:
+        return PrefixTree(self.row, self.ends.to(device))
+
+    def segments(self) -> list[Segment]:
+        if self._segments is None:
+            self._segments = [seg.to(self.ends.device) for seg in segments(self.row)]
+        return self._segments
+
+
 def segments(row: PackedRow) -> list[Segment]:
     """The row's segments in row order: together they cover every row position once."""
     out = []
@@ -100,14 +133,14 @@ def segments(row: PackedRow) -> list[Segment]:
 
 @dataclass
 class PackedBatch:
-    """A packed row's model inputs ([1, N] and its segments) and its loss tokens as flat [T] vectors.
+    """A packed row's model inputs ([1, N] and its prefix tree) and its loss tokens as flat [T] vectors.
 
     `source[t]` is the row index whose logits predict loss token t (`targets[t]`); loss tokens are the
     samples' completion tokens, sample by sample (`counts[k]` of sample k of the row)."""
 
     input_ids: torch.Tensor
     position_ids: torch.Tensor
-    segments: list[Segment]
+    tree: PrefixTree
     source: torch.Tensor
     targets: torch.Tensor
     old_logp: torch.Tensor  # NaN where not given (then: this pass's, detached)
@@ -121,8 +154,8 @@ class PackedBatch:
         return self.input_ids.shape[1]
 
     def to(self, device: torch.device) -> PackedBatch:
-        moved = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.__dict__.items()}
-        return PackedBatch(**{**moved, "segments": [seg.to(device) for seg in self.segments]})
+        return PackedBatch(**{k: v.to(device) if isinstance(v, (torch.Tensor, PrefixTree)) else v
+                              for k, v in self.__dict__.items()})
 
     def split(self, logp: torch.Tensor) -> list[list[float]]:
         """Per sample of the row, its entries of a flat [T] `logp`."""
@@ -144,6 +177,6 @@ def collate_packed(row: PackedRow, prompt_lengths: Sequence[int], sampling_logpr
         counts.append(n)
     return PackedBatch(
         input_ids=torch.tensor([row.tokens]), position_ids=torch.tensor([row.positions]),
-        segments=segments(row), source=torch.tensor(source), targets=torch.tensor(targets),
+        tree=PrefixTree.of(row), source=torch.tensor(source), targets=torch.tensor(targets),
         old_logp=torch.tensor(old), sampling_logp=torch.tensor(sampling), adv=torch.tensor(adv),
         loss_mask=torch.ones(len(targets), dtype=torch.bool), counts=counts)

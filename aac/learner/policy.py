@@ -17,6 +17,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 from aac.learner.batching import MicroBatch
 from aac.learner.fused_mlp import use_fused_mlp
 from aac.learner.packing import PackedBatch
+from aac.learner.tree_attention import tree_inputs
 
 if TYPE_CHECKING:
     from aac.config import LearnerConfig
@@ -152,5 +153,5 @@ def token_logps(forward: Callable[..., Any], batch: MicroBatch, head: Optional[n
 def packed_logps(forward: Callable[..., Any], head: nn.Module, batch: PackedBatch, chunk: int) -> torch.Tensor:
     """[T] log-probs of a packed batch's loss tokens: logits only where a loss token is predicted."""
     hidden = last_hidden(forward, input_ids=batch.input_ids, position_ids=batch.position_ids,
-                         prefix_segments=batch.segments)[0]
+                         **tree_inputs(batch.tree))[0]
     return head_logps(head, hidden[batch.source], batch.targets, chunk)

@@ -5,8 +5,9 @@ optimizer states) are not counted: `peak` is what the block adds at its highest 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
@@ -44,15 +45,17 @@ class TensorPeak(TorchDispatchMode):
         return out
 
 
-def update_peak(learner: Learner, samples: Sequence[Sample]) -> dict[str, int]:
+def update_peak(learner: Learner, samples: Sequence[Sample]) -> dict[str, Any]:
     """The bytes a learner holds at the highest point of an update of `samples` on the CPU: its weights,
     adapter and optimizer state (counted), plus what the update adds (`TensorPeak`, after one warm-up update
-    that creates the optimizer's moments)."""
+    that creates the optimizer's moments); and that update's `seconds` (slowed by the count) and `metrics`."""
     learner.update(samples)
     state = [v for s in learner.backend.optimizer.state.values() for v in s.values() if torch.is_tensor(v)]
     existing = [*learner.policy.parameters(), *learner.policy.buffers(), *state]
     held = sum(StorageWeakRef(t.untyped_storage()).cdata and t.untyped_storage().nbytes() for t in
                {StorageWeakRef(t.untyped_storage()).cdata: t for t in existing}.values())
+    t0 = time.perf_counter()
     with TensorPeak(existing) as tp:
-        learner.update(samples)
-    return {"held": held, "update": tp.peak, "total": held + tp.peak}
+        metrics = learner.update(samples)
+    return {"held": held, "update": tp.peak, "total": held + tp.peak, "seconds": time.perf_counter() - t0,
+            "metrics": metrics}
