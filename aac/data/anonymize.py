@@ -79,6 +79,17 @@ def arg_names(n: int) -> list[str]:
     return [f"arg{i}" for i in range(n)]
 
 
+def literal_defaults(defaults: dict[int, ast.expr]) -> dict[int, object]:
+    """The parameters' default expressions (by position) that are literals, as values."""
+    out = {}
+    for i, node in defaults.items():
+        try:
+            out[i] = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return out
+
+
 def parse_quietly(text: str) -> ast.Module:
     """`ast.parse` without the SyntaxWarnings sloppy source code triggers (`1if x`, bad escapes)."""
     with warnings.catch_warnings():

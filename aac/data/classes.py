@@ -38,7 +38,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from aac.data.anonymize import RejectedCode, check_safe, fill_empty_bodies, parse_quietly, strip_docstrings
+from aac.data.anonymize import (
+    RejectedCode,
+    check_safe,
+    fill_empty_bodies,
+    literal_defaults,
+    parse_quietly,
+    strip_docstrings,
+)
 from aac.data.callgraph import keep_reachable
 from aac.data.coverage import CoverageRunner
 from aac.data.inputs import code_constants, render
@@ -107,15 +114,6 @@ class Member:
         """The arguments the wrapper hands on: `arg0, arg1, key=arg2`."""
         n = len(self.params)
         return ", ".join(f"arg{k}" if k < n - self.keywords else f"{self.params[k]}=arg{k}" for k in range(n))
-
-    def literal_defaults(self) -> dict[int, object]:
-        out = {}
-        for i, node in self.defaults.items():
-            try:
-                out[i] = ast.literal_eval(node)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-        return out
 
 
 # ---------------------------------------------------------------- the interface
@@ -403,7 +401,7 @@ class Prober:
     def _preferred(self, name: str) -> list[tuple]:
         """Type signatures the class's own code vouches for: its seeds' arguments, then its literal defaults
         (`None` where a parameter has none)."""
-        defaults = self.members[name].literal_defaults()
+        defaults = literal_defaults(self.members[name].defaults)
         return [_types(args) for args in self.seeded[name]] + (
             [tuple(type(defaults[i]).__name__ if i in defaults else None for i in range(self.anon.arities[name]))]
             if defaults else [])
@@ -413,7 +411,7 @@ class Prober:
         member, arity = self.members[name], self.anon.arities[name]
         if not arity:
             return [()]
-        defaults = member.literal_defaults()
+        defaults = literal_defaults(member.defaults)
         if arity not in self.typed:  # drawn once per arity: hypothesis takes ~0.2 s a draw
             self.typed[arity] = [args for _, args in probe_calls(arity, PROBES, self.rng.randrange(2**32))]
         guesses = self.typed[arity]

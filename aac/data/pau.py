@@ -20,7 +20,6 @@ as their repr string (as the published rows are).
 
 from __future__ import annotations
 
-import ast
 import queue
 import random
 import threading
@@ -38,6 +37,7 @@ from aac.data.anonymize import (
     RejectedCode,
     anonymize,
     fingerprint,
+    literal_defaults,
     returning_arguments,
     returns_value,
     with_validator,
@@ -223,7 +223,7 @@ class _Builder:
         RejectedCode when an argument needs what no literal is (a function, a file, an object)."""
         cfg = self.cfg
         seeds = {t: a for a in annotation_seeds(anon.annotations, rng) if (t := render(a)) is not None}
-        defaults = _literal_defaults(anon)
+        defaults = literal_defaults(anon.defaults)
         if (need := needs(shapes, defaults)) is not None:
             raise RejectedCode(f"takes {need}")
         if not cfg.probe_budget:
@@ -375,17 +375,6 @@ class _Builder:
             stored = stored_output(result, self.cfg.max_output_chars) if result and result.ok else None
             if stored is None or stored[1] != e.key:
                 raise RejectedCode("nondeterministic")
-
-
-def _literal_defaults(anon) -> dict[int, object]:
-    """The arguments' defaults that are literals, by position."""
-    out = {}
-    for i, node in anon.defaults.items():
-        try:
-            out[i] = ast.literal_eval(node)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-    return out
 
 
 def _signature(args: tuple) -> tuple:
