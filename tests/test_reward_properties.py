@@ -391,7 +391,7 @@ def test_late_stop_penalty_is_a_charge_on_a_verified_score():
     assert compose(*verified, "rewards.late_stop_penalty=-2.0").rewards.late_stop_penalty == -2.0
     with pytest.raises(ConfigError, match=r"rewards.late_stop_penalty=0.5 must be <= 0"):
         compose(*verified, "rewards.late_stop_penalty=0.5")
-    with pytest.raises(ConfigError, match=r"needs a verified hypothesis score \(critic.kind=scripted, got llm\)"):
+    with pytest.raises(ConfigError, match=r"needs a verified hypothesis score \(critic.kind=scripted or mutants, got llm\)"):
         compose("rewards.late_stop_penalty=-2.0")
     for scores_none in ("rewards=final", "rewards.mask_hypothesis=true"):
         with pytest.raises(ConfigError, match="rewards.schedule=final and rewards.mask_hypothesis=true score none"):
