@@ -367,6 +367,10 @@ class EngineSet:
         model_cfg = self.model if model == self.model.name else ModelConfig(
             name=model, dtype=self.model.dtype, max_model_len=self.model.max_model_len)
         overrides: dict[str, Any] = {"kind": kind}
+        if kind != "openai":  # resolved here, once: the engine's host loads this folder and downloads nothing
+            from aac.models import local_model
+
+            overrides["model_path"] = local_model(model)
         if kind == "openai":
             # rollout.openai.model names the actor's served model, not another model's
             overrides["openai"] = openai if explicit or model == self.model.name else _with_model(openai, "")
