@@ -1,12 +1,17 @@
-"""Which instances each step trains on, and the run's seeding."""
+"""The instances a run trains on, which of them each step takes, and the run's seeding."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from aac.config import TrainConfig
+    from aac.env.instance import Instance
 
 
 @dataclass
@@ -29,6 +34,18 @@ class DataOrder:
         if self.n < self.per_step:  # fewer instances than a step needs: cycle through them
             return [int(perm[i % self.n]) for i in range(self.per_step)]
         return [int(i) for i in perm[k * self.per_step : (k + 1) * self.per_step]]
+
+
+def training_instances(cfg: TrainConfig) -> list[Instance]:
+    """`env.data`'s instances (`env.split`, `env.limit`); none usable is a `DatasetError`."""
+    from aac.datasets import load_instances
+    from aac.env.instance import DatasetError
+
+    e = cfg.env
+    instances = load_instances(e.data, split=e.split, limit=e.limit, on_bad_row=e.on_bad_row, domain=e.domain)
+    if not instances:
+        raise DatasetError(f"{e.data}: no usable instances (split {e.split})")
+    return instances
 
 
 def seed_everything(seed: int) -> None:
