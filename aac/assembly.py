@@ -114,17 +114,17 @@ def build_learner(cfg: TrainConfig, *, use_ray: bool, learner: Optional[LearnerC
     `learner.num_workers` > 1, that many such actors in one torch.distributed group."""
     from aac.learner import Learner
     from aac.learner.allocator import learner_env
-    from aac.models import resolve_model
+    from aac.models import local_model
 
     section = learner if learner is not None else cfg.learner
     if section.num_workers > 1:
         if not use_ray:
             raise ConfigError(f"learner.num_workers={section.num_workers} places learner ranks in Ray actors; this "
                               "learner runs in one process (aac.sft): set learner.num_workers=1")
-        return cast("LearnerHandle", LearnerRanks(Learner, section, resolve_model(cfg.model.name), cfg.seed,
+        return cast("LearnerHandle", LearnerRanks(Learner, section, local_model(cfg.model.name), cfg.seed,
                                                 num_workers=section.num_workers, name="learner",
                                                 num_gpus=section.num_gpus, env=learner_env(section)))
-    return cast("LearnerHandle", Placed(Learner, section, resolve_model(cfg.model.name), cfg.seed, use_ray=use_ray,
+    return cast("LearnerHandle", Placed(Learner, section, local_model(cfg.model.name), cfg.seed, use_ray=use_ray,
                                       name="learner", num_gpus=section.num_gpus, env=learner_env(section)))
 
 
@@ -238,10 +238,10 @@ def build_run(cfg: TrainConfig, *, train: bool = True) -> Run:
     """The pieces of a training run (`train`: engines, critic, learner, rollout workers, placed as
     `rollout.placement` says) or of an eval run (engines on first use, in this process)."""
     use_ray = train and cfg.rollout.placement == "ray"
-    if train:  # an embedded model (qwen3_8b_random: 16 GB) built once, here on the CPU, before any piece loads it
-        from aac.models import resolve_model
+    if train:  # an embedded model (qwen3_8b_random: 16 GB) built, or a hub model downloaded, once, here, before
+        from aac.models import local_model  # any piece loads it: each is handed this folder
 
-        resolve_model(cfg.model.name)
+        log.info("model %s: %s", cfg.model.name, local_model(cfg.model.name))
     if use_ray:
         start_ray(threads=cfg.rollout.cpu_threads, address=cfg.ray.address)
         check_gpus(gpu_asks(cfg), cluster_gpus())

@@ -687,6 +687,17 @@ class RayConfig:
     address: Optional[str] = None
 
 
+@dataclass
+class WatchdogConfig:
+    # a phase of a step (the rollout, the update, the adapter sync, ...) that has waited on the run's pieces
+    # longer than stall_factor x its slowest so far, and longer than min_stall_s, is logged with the pieces
+    # that do not answer and the calls it waits on; at twice that those pieces are treated as dead: killed,
+    # rebuilt and the phase retried (rollout.placement=ray; aac/training/watchdog.py). Lower: a hung piece
+    # costs less time, a slow phase risks being taken for a hung one
+    stall_factor: float = setting(5.0, "> 1")
+    min_stall_s: float = setting(600.0, "> 0")  # seconds no phase is called stalled within, however fast its past
+
+
 @rule("ray.address", "rollout.placement")
 def _cluster_needs_ray(cfg: TrainConfig) -> None:
     """ray.address needs rollout.placement=ray."""
@@ -710,6 +721,7 @@ class TrainConfig:
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)
     seed: int = setting(0, ">= 0")  # seeds data order, sampling and the LoRA's init
     max_steps: Optional[int] = setting(None, "> 0 (null: learner.epochs over the data)")  # optimizer steps; 0 is no sentinel
     # wall-clock seconds for training, from the Trainer's start (its pieces' start-up included); null: none.
@@ -726,7 +738,11 @@ class TrainConfig:
     # newest is the fallback when the newest is damaged (aac/checkpoint.py)
     keep_checkpoints: int = setting(3, "> 0")
     sync_adapter: bool = True  # load each new adapter into the engine (off only to test the check)
-    check_sync: bool = True  # compare engine vs learner log-probs on a probe after each sync
+    check_sync: bool = True  # compare engine vs learner log-probs on a probe after a sync (sync_check_every)
+    # the weights check runs after the syncs of adapter v1 and of every version divisible by this (versions, which
+    # tell a stale adapter, are checked every step). Higher: less time in each step's serial tail (two learner
+    # passes and one engine pass over the probe), a wrong-weights engine found later (a systematic one: at step 1)
+    sync_check_every: int = setting(10, "> 0")
     # the bound of the sync check's weights part: a mean |logp_engine - logp_learner| per probe token above
     # it fails (staleness is caught by adapter versions, whatever the lr: aac/training/sync.py). null: 0.05
     # when engine and learner both run float32, else 0.5, above the gap a correct bf16 engine shows

@@ -10,6 +10,12 @@
   tokenizer (no download; ~16 GB written once): timing the flagship (`aac.preflight`) on new hardware.
   Its replies are random text that rarely ends, so a step runs every turn to its token budget.
 - `qwen3_8b`, `qwen3_1_7b`: HF hub ids; anything else is taken as a local path or hub id.
+
+A run's driver resolves its models once (`local_model`): a hub model is found in the HF cache or
+downloaded there (`huggingface_hub.snapshot_download`, the cache asked first), and every piece (engine
+actors, learner, critic) is handed that local folder, so none downloads (issue 48: the flagship's engine
+and learner each fetched Qwen3-8B's 16 GB at once). A multi-node run needs that folder at the same path
+on every node (a shared HF cache, `HF_HUB_CACHE`, or the model downloaded on each beforehand).
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
+
+from aac.errors import UserError
 
 if TYPE_CHECKING:
     import torch
@@ -260,6 +269,40 @@ def resolve_model(name: str) -> str:
         atomic_build(target, spec.builder)
         log.info("built %s at %s", spec.name, target)
     return str(target)
+
+
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # "Qwen/Qwen3-8B"
+
+
+class ModelNotFound(UserError, OSError):
+    """A model name that is no registry key, no local folder, and not in the HF cache nor downloadable."""
+
+    what = "model not found"
+
+
+def local_model(name: str) -> str:
+    """`resolve_model(name)` as a local folder: a hub id becomes its snapshot in the HF cache (`hub_snapshot`)."""
+    source = resolve_model(name)
+    if Path(source).expanduser().exists() or not HUB_ID.fullmatch(source):
+        return source
+    return hub_snapshot(source)
+
+
+def hub_snapshot(repo_id: str) -> str:
+    """The folder of hub model `repo_id` in the HF cache (`HF_HUB_CACHE`), downloaded there if it is not yet."""
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return snapshot_download(repo_id, local_files_only=True)
+    except LocalEntryNotFoundError:
+        pass
+    log.info("model %s: not in the HF cache (%s): downloading it there", repo_id, constants.HF_HUB_CACHE)
+    try:
+        return snapshot_download(repo_id)
+    except Exception as e:  # offline, no such repo, a gated one: one line, whatever the client raised
+        raise ModelNotFound(f"{repo_id}: no registry name (aac/models.py), no local folder, not in the HF cache "
+                            f"({constants.HF_HUB_CACHE}) and its download failed ({type(e).__name__}: {e})") from e
 
 
 def chat_template_kwargs(name: str, overrides: Optional[dict] = None) -> dict:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
@@ -31,6 +32,7 @@ log = logging.getLogger("aac")
 
 
 CLOSE_TIMEOUT_S = 60.0  # a piece's own shutdown (`close`) ends within this, or the piece is killed
+WATCH = "watch"  # the concurrency group of every Ray piece that answers `ping` in a thread of its own
 
 
 def _dead(actor: object) -> bool:
@@ -70,6 +72,7 @@ class Placed(Generic[T]):
         self.name = name
         self._ray = use_ray
         self._build = (cls, args, kwargs, num_gpus, tensor_parallel, env)
+        self._calls: list[tuple[str, float, Any]] = []  # (method, started, future) sent by this process
         self._obj = self._make()
 
     def _make(self) -> Any:
@@ -85,8 +88,10 @@ class Placed(Generic[T]):
         # GPUs across nodes): it sees them all, and the shard processes it starts inherit them;
         # `max_concurrency`: calls a piece serves at once (an engine host: the critic's beside the actor's)
         actor_cls = ray.remote(num_cpus=0, num_gpus=num_gpus * tensor_parallel, max_restarts=0,
-                               max_concurrency=getattr(cls, "max_concurrency", 1))(cls)
-        return actor_cls.options(name=None, **options).remote(*args, **kwargs)
+                               max_concurrency=getattr(cls, "max_concurrency", 1), concurrency_groups={WATCH: 1})(cls)
+        actor = actor_cls.options(name=None, **options).remote(*args, **kwargs)
+        self._pid = actor.__ray_call__.options(concurrency_group=WATCH).remote(_pid)  # known before any hang
+        return actor
 
     def alive(self) -> bool:
         """Whether the piece's actor lives (always, in-process): busy is not dead (`_dead`)."""
@@ -98,7 +103,35 @@ class Placed(Generic[T]):
             return os.getpid()
         import ray
 
-        return ray.get(self._obj.__ray_call__.remote(lambda _: os.getpid()))
+        return ray.get(self.ping())
+
+    def ping(self) -> Any:
+        """A future the piece fulfils from a thread of its own, busy or not (its process id): one that does
+        not answer is stopped or wedged (`aac.training.watchdog`). Ray pieces only."""
+        return self._obj.__ray_call__.options(concurrency_group=WATCH).remote(_pid)
+
+    def known_pid(self) -> Optional[int]:
+        """The piece's process id as it reported it once started (None: not yet, or in-process)."""
+        import ray
+
+        if not self._ray or not ray.wait([self._pid], timeout=0)[0]:
+            return None
+        try:
+            return ray.get(self._pid)
+        except Exception:  # the piece died before it answered
+            return None
+
+    def in_flight(self) -> list[tuple[str, float]]:
+        """The calls this process sent the piece that have not returned: (method, seconds since sent)."""
+        if not self._calls:
+            return []
+        import ray
+
+        futures = [f for _, _, f in self._calls]
+        done = set(ray.wait(futures, num_returns=len(futures), timeout=0)[0])
+        self._calls = [c for c in self._calls if c[2] not in done]
+        now = time.monotonic()
+        return [(method, now - started) for method, started, _ in self._calls]
 
     def where(self) -> dict[str, Any]:
         """Where the piece runs: node address and id, the GPU ids Ray gave it, its process."""
@@ -115,6 +148,7 @@ class Placed(Generic[T]):
     def rebuild(self) -> None:
         """A new actor from the same arguments, in place of a dead one (whose remains are killed)."""
         self.kill()
+        self._calls = []
         self._obj = self._make()
 
     @property
@@ -124,7 +158,11 @@ class Placed(Generic[T]):
 
     def submit(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self._ray:
-            return getattr(self._obj, method).remote(*args, **kwargs)
+            future = getattr(self._obj, method).remote(*args, **kwargs)
+            if len(self._calls) > 32:
+                self.in_flight()  # drop the calls that returned
+            self._calls.append((method, time.monotonic(), future))
+            return future
         return getattr(self._obj, method)(*args, **kwargs)
 
     def gather(self, futures: list[object]) -> list[Any]:
@@ -224,6 +262,10 @@ class LearnerRanks:
             return getattr(lead, method)(*args, **kwargs)
 
         return call
+
+
+def _pid(_: object) -> int:
+    return os.getpid()
 
 
 def _first_error(futures: list[object]) -> list[Any]:
@@ -367,6 +409,10 @@ class EngineSet:
         model_cfg = self.model if model == self.model.name else ModelConfig(
             name=model, dtype=self.model.dtype, max_model_len=self.model.max_model_len)
         overrides: dict[str, Any] = {"kind": kind}
+        if kind != "openai":  # resolved here, once: the engine's host loads this folder and downloads nothing
+            from aac.models import local_model
+
+            overrides["model_path"] = local_model(model)
         if kind == "openai":
             # rollout.openai.model names the actor's served model, not another model's
             overrides["openai"] = openai if explicit or model == self.model.name else _with_model(openai, "")

@@ -56,18 +56,23 @@ def run_one(job: tuple[list[str], Path, bool]) -> list[dict]:
     from aac.training.state import LearnerStates
 
     class Frozen(LearnerStates):
-        """The control's learner states: no update (see the module docstring), each version's state kept."""
+        """The control's learner states: no update (see the module docstring); a version passes, the weights stay."""
 
-        def update(self, learner, samples, version):
-            self.commit(learner, version + 1)
+        def update(self, learner, samples):
+            self.updates.append([])
             return {}
+
+        def restore(self, learner):
+            learner.load_state(str(self.path(self.saved)))
 
     class Measured(Trainer):
         def __init__(self, cfg, out_dir):
             super().__init__(cfg, out_dir)
             self.by_uid = {i.uid: i for i in self.instances}
             if control:
-                self.states = Frozen(self.states.root)
+                frozen = Frozen(self.states.root)
+                frozen.saved = self.states.saved  # the state the start committed
+                self.states = frozen
 
         def advantages(self, batch):
             self.last = batch

@@ -1,7 +1,8 @@
 """A long run survives its pieces: a SIGKILLed rollout worker, engine host or learner is rebuilt, its
-state restored and the step retried (no step lost or repeated, the same adapter as a run nobody
-killed); adapter folders stay bounded; the sync check passes a correct low-precision engine at the
-flagship's lr and still catches a stale one within a step."""
+state restored (a learner's: the state of the last checkpoint and the updates since, replayed) and the
+step retried (no step lost or repeated, the same adapter as a run nobody killed); a SIGSTOPped one is
+found by the watchdog and handled alike; adapter folders stay bounded; the sync check passes a correct
+low-precision engine at the flagship's lr and still catches a stale one within a step."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from test_train import LEARNABLE
 
 from aac.config import compose
 from aac.metrics import read
@@ -22,8 +24,10 @@ from aac.training import SyncError, Trainer
 
 STEPS = 4
 # a cheap deterministic run under Ray: the tiny model on the HF engine (seeded per turn), the torch learner
+# (rewards a random model can earn: by length alone, so every update moves the adapter)
 RAY_RUN = ("+recipe=tiny", "rollout.placement=ray", "rollout.num_workers=2", "rollout.group_size=2",
-           "env.max_steps=3", f"max_steps={STEPS}", "save_every=100", "learner.lr=5e-2", "rollout.cpu_threads=1")
+           "env.max_steps=3", f"max_steps={STEPS}", "save_every=100", "learner.lr=5e-2", "rollout.cpu_threads=1",
+           *LEARNABLE)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +116,10 @@ def _reference(base: str, run: tuple[str, ...] = RAY_RUN) -> tuple[list[dict], d
 def test_a_killed_piece_is_rebuilt_and_the_run_matches_an_unkilled_one(victim, ray_session, tmp_path_factory):
     rows_ref, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()))
     out = tmp_path_factory.mktemp(victim)
-    rows = _train(compose(*RAY_RUN), out, type("K", (KillingTrainer,), {"victim": victim}))
+    # the learner dies in step 3: its state was written at the start only (save_every=100), so the rebuilt one
+    # replays the two updates since, and the retried third is applied once
+    at = 2 if victim == "learner" else 1
+    rows = _train(compose(*RAY_RUN), out, type("K", (KillingTrainer,), {"victim": victim, "at": at}))
     assert [r["step"] for r in rows] == list(range(1, STEPS + 1))  # no step lost or repeated
     assert [r["uids"] for r in rows] == [r["uids"] for r in rows_ref]  # the same data order
     # a rebuilt engine takes the two workers holding its proxy with it
@@ -203,11 +210,18 @@ def test_off_policy_a_piece_killed_while_the_others_are_busy(victim, ray_session
 
 
 @pytest.mark.slow
-def test_after_max_actor_restarts_the_run_stops_with_a_checkpoint(ray_session, tmp_path):
-    cls = type("K", (KillingTrainer,), {"victim": "learner"})
-    with pytest.raises(SystemExit, match=r"max_actor_restarts=0.*checkpoint of step 1"):
-        _train(compose(*RAY_RUN, "max_actor_restarts=0"), tmp_path, cls)
-    assert (tmp_path / "checkpoints" / "step_000001" / "adapter" / "adapter_config.json").exists()
+def test_after_max_actor_restarts_the_run_stops_with_a_checkpoint(ray_session, tmp_path, tmp_path_factory):
+    """The learner killed in step 4 of a run checkpointed every 2 steps: the rebuilt learner is restored (the
+    state of step 2, the update of step 3 replayed) before the run stops, so step 3 is checkpointed."""
+    cls = type("K", (KillingTrainer,), {"victim": "learner", "at": 3})
+    with pytest.raises(SystemExit, match=r"max_actor_restarts=0.*checkpoint of step 3"):
+        _train(compose(*RAY_RUN, "max_actor_restarts=0", "save_every=2"), tmp_path, cls)
+    assert (tmp_path / "checkpoints" / "step_000003" / "adapter" / "adapter_config.json").exists()
+    # resumed from it, the run ends with the adapter of a run nobody killed: the checkpoint held step 3 exactly
+    _, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()))
+    _train(compose(*RAY_RUN, "resume=true", f"out_dir={tmp_path}"), tmp_path)
+    for key, value in _adapter(tmp_path).items():
+        torch.testing.assert_close(value, adapter_ref[key], rtol=0, atol=0)
 
 
 def test_adapter_folders_stay_bounded(tmp_path):
@@ -215,8 +229,10 @@ def test_adapter_folders_stay_bounded(tmp_path):
                   "rollout.group_size=2", "rollout.functions_per_step=1")
     rows = _train(cfg, tmp_path)
     assert len(rows) == 12
+    assert [r["step"] for r in rows if "sync/checked_version" in r] == [1, 10]  # sync_check_every (10)
     assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["v000011", "v000012"]
-    assert sorted(p.name for p in (tmp_path / "learner").iterdir()) == ["state_v000011.pt", "state_v000012.pt"]
+    # the learner's state is written at the checkpoint cadence (here the last step's only), not each step
+    assert sorted(p.name for p in (tmp_path / "learner").iterdir()) == ["state_v000012.pt"]
 
 
 def test_keep_adapters_changes_how_many_stay(tmp_path):
@@ -233,7 +249,7 @@ def test_sync_check_holds_a_bf16_engine_at_lr_1e_6_and_catches_a_stale_one(tmp_p
     the sync skipped the first step already fails."""
     run = ("+recipe=tiny", "rollout.placement=local", "model.dtype=bfloat16", "learner.dtype=float32",
            "learner.lr=1e-6", "max_steps=50", "save_every=100", "env.max_steps=3", "rollout.group_size=2",
-           "rollout.functions_per_step=1")
+           "rollout.functions_per_step=1", "sync_check_every=1")
     rows = _train(compose(*run), tmp_path / "bf16")
     assert len(rows) == 50
     gaps = [r["sync/logprob_gap"] for r in rows]
@@ -293,3 +309,168 @@ def test_sync_probe_tokens_sets_how_many_turns_the_check_scores():
     from aac.config import compose
 
     assert compose("+recipe=smollm2_cpu").sync_probe_tokens == 32 and compose().sync_probe_tokens == 128
+
+
+# the watchdog at test scale: a phase past 3 x its slowest (and 4 s) is a stall, at twice that its piece is dead
+WATCHED = ("watchdog.stall_factor=3", "watchdog.min_stall_s=4")
+
+
+class StoppingTrainer(Trainer):
+    """SIGSTOPs one piece's process in step `at` (0-based): the engine host as the step's rollout starts
+    (lockstep), or rollout worker 1 as the next step's rollout is sent ahead (the off-policy pipeline). The
+    process stays alive, Ray records it alive: only the watchdog can tell it hangs."""
+
+    victim, at = "", 2
+
+    def _stop(self, placed) -> None:
+        if self.step == self.at and not getattr(self, "stopped", None):
+            self.stopped = placed.pid(), placed.name
+            os.kill(self.stopped[0], signal.SIGSTOP)
+
+    def rollout(self, groups, **kwargs):
+        if self.victim == "engine":
+            self._stop(self.pieces.engines.hosts()[0])
+        return super().rollout(groups, **kwargs)
+
+    def launch(self, groups, *, step=None, **kwargs):
+        launched = super().launch(groups, step=step, **kwargs)
+        if self.victim == "worker" and step == self.at + 1:
+            self._stop(self.pieces.workers[1])
+        return launched
+
+
+def _stopped_run(cfg, out: Path, victim: str, caplog) -> tuple[list[dict], int, str, float]:
+    """The run's rows, the stopped process and piece, and the run's seconds. The stopped process must be gone
+    once the run ends (Ray kills it at the watchdog's word); it is SIGCONTed if not, so that no test leaves a
+    stopped process behind."""
+    trainer = type("S", (StoppingTrainer,), {"victim": victim})(cfg, out)
+    t0 = time.monotonic()
+    try:
+        with caplog.at_level("WARNING", logger="aac.train"):
+            trainer.run()
+    finally:
+        trainer.close()
+        pid, name = getattr(trainer, "stopped", (None, ""))
+        try:
+            _gone([pid] if pid else [])
+        finally:
+            if pid and os.path.exists(f"/proc/{pid}"):
+                os.kill(pid, signal.SIGCONT)
+    assert pid is not None
+    return read(out / "metrics.jsonl"), pid, name, time.monotonic() - t0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim, run", [("engine", RAY_RUN), ("worker", OFF_POLICY)], ids=["lockstep", "off_policy"])
+def test_a_stopped_piece_is_found_rebuilt_and_the_run_matches_an_unstopped_one(victim, run, ray_session, caplog,
+                                                                               tmp_path_factory):
+    """A SIGSTOPped piece (the engine in lockstep, a rollout worker whose rollout was sent ahead under the
+    pipeline, as issue 48 stopped one) is named in the log, killed at twice the stall limit and rebuilt; the
+    run ends all its steps with the data, rewards and adapter of a run nobody stopped."""
+    rows_ref, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()), run)
+    out = tmp_path_factory.mktemp(f"stopped_{victim}")
+    rows, pid, name, seconds = _stopped_run(compose(*run, *WATCHED), out, victim, caplog)
+    print(f"{victim} stopped: run of {STEPS} steps in {seconds:.0f}s")
+    warned = [r.getMessage() for r in caplog.records if r.getMessage().startswith("watchdog:")]
+    assert any(f"{name} (pid {pid}) does not answer" in w for w in warned), warned
+    assert any(f"treating {name} (pid {pid}) as dead" in w for w in warned), warned
+    assert [r["step"] for r in rows] == list(range(1, STEPS + 1))
+    assert [r["uids"] for r in rows] == [r["uids"] for r in rows_ref]
+    assert [r["reward/episode_total_mean"] for r in rows] == [r["reward/episode_total_mean"] for r in rows_ref]
+    # the engine takes the two workers holding its proxy with it (more only if the loaded machine stalls a phase)
+    assert rows[-1]["faults/actor_restarts"] >= (3 if victim == "engine" else 1)
+    for key, value in _adapter(out).items():
+        torch.testing.assert_close(value, adapter_ref[key], rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_a_hub_model_is_resolved_once_and_every_piece_loads_its_folder(ray_session, tmp_path, tiny_model_path,
+                                                                      monkeypatch):
+    """A hub id (`model.name=aac-test/tiny-qwen3`) found in the HF cache (its layout: refs/main naming a
+    snapshot), offline: the driver resolves it, and the engine actor and the learner actor load that snapshot
+    folder, not the hub id (which each would resolve, or download, on its own)."""
+    import shutil
+
+    import ray
+    from huggingface_hub import constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--aac-test--tiny-qwen3"
+    shutil.copytree(tiny_model_path, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a download would fail
+    cfg = compose(*RAY_RUN, "model.name=aac-test/tiny-qwen3", "max_steps=1", "rollout.num_workers=1")
+    trainer = Trainer(cfg, tmp_path / "run")
+    try:
+        engine = trainer.pieces.engines.hosts()[0].actor
+        loaded = {"engine": ray.get(engine.__ray_call__.remote(lambda host: host.engine.tokenizer.name_or_path)),
+                  "learner": ray.get(trainer.learner.actor.__ray_call__.remote(
+                      lambda learner: learner.policy.peft_config["default"].base_model_name_or_path))}
+        trainer.run()
+    finally:
+        trainer.close()
+    assert loaded == {"engine": str(repo / "snapshots" / commit), "learner": str(repo / "snapshots" / commit)}
+
+
+@pytest.mark.slow
+def test_watchdog_settings_set_when_a_silent_piece_is_logged_and_when_it_is_killed(ray_session, caplog):
+    """One real piece, a phase calling it: its past runs and the two settings bound the wait. A piece stopped
+    3 s is left to finish under min_stall_s=30; one stopped 5.5 s is logged, not killed, under stall_factor=1.5
+    after a 1.6 s run (limit 2.4 s, above min_stall_s=2: logged once its ping went unanswered for 2.4 s, killed
+    only a limit later, at ~7 s); killed at once past its limits under min_stall_s=1, its call failing as at a
+    death (for the supervisor to rebuild it)."""
+    import re
+    import threading
+    from types import SimpleNamespace
+
+    import ray
+
+    from aac.config import WatchdogConfig
+    from aac.placement import Placed
+    from aac.training.watchdog import Watchdog
+
+    class Piece:  # defined here: Ray ships it by value
+        def wait(self, seconds):
+            time.sleep(seconds)
+            return seconds
+
+    def resume(pid: int) -> None:
+        if os.path.exists(f"/proc/{pid}"):
+            os.kill(pid, signal.SIGCONT)
+
+    def stopped_for(piece, seconds: float) -> None:
+        pid = piece.pid()
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(seconds, resume, (pid,)).start()
+
+    def watch(piece, **settings) -> Watchdog:
+        return Watchdog(SimpleNamespace(use_ray=True, pieces=lambda: [piece]), WatchdogConfig(**settings))
+
+    pieces = [Placed(Piece, use_ray=True, name=f"piece{i}") for i in range(3)]
+    try:
+        with caplog.at_level("WARNING", logger="aac.train"):
+            patient = watch(pieces[0], stall_factor=5, min_stall_s=30)
+            stopped_for(pieces[0], 3.0)
+            assert patient("wait", lambda: pieces[0].wait(0.1)) == 0.1 and not caplog.records
+
+            factor = watch(pieces[1], stall_factor=1.5, min_stall_s=2)
+            factor("wait", lambda: pieces[1].wait(1.6))
+            stopped_for(pieces[1], 5.5)
+            assert factor("wait", lambda: pieces[1].wait(0.1)) == 0.1 and factor.killed == 0
+            assert len(caplog.records) == 1 and re.match(
+                r"watchdog: the wait has waited \d+s, past 1.5 x its slowest so far \([\d.]+s\) and min_stall_s \(2s\): "
+                r"piece1 \(pid \d+\) does not answer; calls in flight: piece1.wait", caplog.records[0].getMessage())
+            caplog.clear()
+
+            quick = watch(pieces[2], stall_factor=5, min_stall_s=1)
+            stopped_for(pieces[2], 60.0)
+            t0 = time.monotonic()
+            with pytest.raises(ray.exceptions.RayActorError):
+                quick("wait", lambda: pieces[2].wait(0.1))
+            assert quick.killed == 1 and time.monotonic() - t0 < 15 and not pieces[2].alive()
+            assert "treating piece2 (pid" in caplog.records[-1].getMessage()
+    finally:
+        for p in pieces:
+            p.kill()

@@ -136,3 +136,94 @@ def test_a_random_shape_is_built_once_on_the_cpu_in_shards_and_every_piece_loads
         run.close()
     models.resolve_model("random_small")
     assert len(builds) == 1
+
+
+def _hub_stand_in(repo: str, folder: Path):
+    """A local HTTP server speaking the part of the HF hub's API that `snapshot_download` uses (the revision,
+    its file tree, each file's metadata and bytes), serving `folder` as `repo`; returns it and its log of
+    requests."""
+    import hashlib
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    commit = hashlib.sha1(b"".join(files.values())).hexdigest()
+    requests: list[tuple[str, str]] = []
+
+    class Hub(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output quiet
+            pass
+
+        def _json(self, body: object) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _file(self, send_body: bool) -> None:
+            name = self.path.split("?")[0].removeprefix(f"/{repo}/resolve/").split("/", 1)[-1]
+            if name not in files:
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", commit)
+            self.send_header("ETag", f'"{hashlib.sha256(files[name]).hexdigest()}"')
+            self.send_header("Content-Length", str(len(files[name])))
+            self.end_headers()
+            if send_body:
+                self.wfile.write(files[name])
+
+        def do_HEAD(self):  # noqa: N802  (http.server's name)
+            requests.append(("HEAD", self.path))
+            self._file(False)
+
+        def do_GET(self):  # noqa: N802
+            requests.append(("GET", self.path))
+            if self.path.startswith(f"/api/models/{repo}/tree/"):
+                self._json([{"type": "file", "path": k, "size": len(v), "oid": hashlib.sha1(v).hexdigest()}
+                            for k, v in files.items()])
+            elif self.path.startswith(f"/api/models/{repo}/revision/"):
+                self._json({"id": repo, "sha": commit, "siblings": [{"rfilename": k} for k in files]})
+            else:
+                self._file(True)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, requests, files, commit
+
+
+def test_a_hub_model_is_downloaded_once_into_the_hf_cache_then_found_there(tmp_path, tiny_model_path):
+    """`local_model` on a hub id: not in the HF cache, it is downloaded there (each file once, from a local
+    stand-in for the hub); asked again, in another process, it is found there and nothing is requested; the
+    same snapshot folder both times. With the hub gone and the cache empty: one line naming the cache."""
+    server, requests, files, commit = _hub_stand_in("aac-test/tiny", Path(tiny_model_path))
+    env = dict(os.environ, HF_ENDPOINT=f"http://127.0.0.1:{server.server_port}", HF_HUB_CACHE=str(tmp_path / "hub"),
+               HF_HUB_DISABLE_TELEMETRY="1", PYTHONPATH=str(ROOT))
+    code = "from aac.models import local_model; print(local_model('aac-test/tiny'))"
+    try:
+        paths = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+            assert out.returncode == 0, out.stderr[-2000:]
+            paths.append(out.stdout.strip().splitlines()[-1])
+            if len(paths) == 1:
+                downloaded = sorted(p.rsplit("/", 1)[1] for m, p in requests if m == "GET" and "/resolve/" in p)
+                assert downloaded == sorted(files)  # every file, once
+                requests.clear()
+        assert requests == []  # the second time: found in the cache, the hub never asked
+        assert paths[0] == paths[1] == str(tmp_path / "hub" / "models--aac-test--tiny" / "snapshots" / commit)
+        assert sorted(p.name for p in Path(paths[0]).iterdir()) == sorted(files)
+    finally:
+        server.shutdown()
+        server.server_close()
+    env["HF_HUB_CACHE"] = str(tmp_path / "empty")  # the stand-in is down now: connections are refused
+    out = subprocess.run([sys.executable, "-m", "aac.train", "model.name=aac-test/tiny", "+recipe=tiny",
+                          f"out_dir={tmp_path / 'run'}", "rollout.placement=local"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith(
+        f"aac: model not found: aac-test/tiny: no registry name (aac/models.py), no local folder, not in the HF cache "
+        f"({tmp_path / 'empty'}) and its download failed"), out.stderr[-2000:]

@@ -69,6 +69,27 @@ def test_one_step_off_policy_trains_on_the_previous_version_and_resumes_exactly(
     assert all((full[k] == again[k]).all() for k in full)
 
 
+def test_the_sync_overlaps_the_next_rollout_and_the_step_line_gives_the_rollouts_own_time(tmp_path, caplog):
+    """Under the pipeline each version's weights check runs while the next step's rollout plays (its metrics in
+    that step's row; the last step checks its own at once: no rollout follows); the step's line reports the
+    rollout's own seconds and rate, `ahead` when it played during the previous update (the step itself waited
+    ~0 s for it: issue 48 saw `rollout 0.0s (75382803 tok/s)`)."""
+    with caplog.at_level("INFO", logger="aac.train"):
+        rows = _train(tmp_path, "max_steps=4", "rollout.max_off_policy_steps=1", "sync_check_every=1", *LEARNABLE)
+    assert [r.get("sync/checked_version") for r in rows] == [None, 1, 2, 4]
+    assert all(r["sync/logprob_gap"] < 0.05 for r in rows[1:])
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert len(lines) == len(rows) == 4
+    for row, line in zip(rows, lines):
+        ahead = row["step"] > 1
+        assert row["rollout/ahead"] == ahead and row["offpolicy/lag"] == ahead
+        played = row["time/played_s"]
+        assert row["rollout/tokens_per_s"] == pytest.approx(row["rollout/generated_tokens"] / played)
+        assert f"rollout {played:.1f}s{' ahead' if ahead else ''} ({row['rollout/tokens_per_s']:.0f} tok/s)" in line
+        if ahead:  # what the step waited for it, not its length
+            assert row["time/rollout_s"] < 0.1 * played
+
+
 def test_max_off_policy_steps_is_0_or_1():
     with pytest.raises(ConfigError, match="max_off_policy_steps=2"):
         compose("+recipe=tiny", "rollout.max_off_policy_steps=2")

@@ -18,7 +18,7 @@ from aac.training import Trainer
 FLAGSHIP_ON_CPU = ("+recipe=qwen3_8b", "model=tiny_qwen3_gqa", "env.data=builtin:humaneval", "env.limit=4",
                    "rollout.functions_per_step=1", "rollout.group_size=2", "rollout.max_tokens_per_turn=8",
                    "model.dtype=bfloat16", "env.max_steps=3", "max_steps=2", "rollout.vllm_in_process=false", "rollout.kv_cache_gb=1",
-                   "critic.max_tokens=4", "rollout.cpu_threads=1", "logging.wandb_mode=disabled",
+                   "critic.max_tokens=4", "rollout.cpu_threads=1", "logging.wandb_mode=disabled", "sync_check_every=1",
                    # a random model's replies all fail to parse alike: word budgets of 1 make their length
                    # terms differ, so advantages are not all zero and the update runs (forward and backward)
                    "rewards.tau_reason=1", "rewards.tau_reflect=1")
@@ -71,8 +71,11 @@ def test_the_flagship_recipe_runs_on_cpu_with_its_shape_precision_and_placement(
     rows = read(tmp_path / "metrics.jsonl")
     assert [row["step"] for row in rows] == [1, 2] and rows[-1]["adapter_version"] == 2
     assert [row["offpolicy/lag"] for row in rows] == [0, 1]  # step 2 was generated during step 1's update
-    for row in rows:  # the served adapter checked each step against the bf16 learner
-        assert row["sync/probe_tokens"] > 0 and row["sync/logprob_gap"] < 0.5
+    # the served adapter checked against the bf16 learner: v1 while step 2's rollout played (the pipeline defers
+    # it), v2 at once (no rollout follows the last step); both in step 2's row, the last one's metrics shown
+    assert "sync/checked_version" not in rows[0] and rows[1]["sync/checked_version"] == 2
+    assert rows[1]["sync/probe_tokens"] > 0 and rows[1]["sync/logprob_gap"] < 0.5
+    for row in rows:
         assert row["rollout/generated_tokens"] > 0 and row["update/tokens"] >= row["update/loss_tokens"] > 0
         assert not row["update/skipped"] and row["update/grad_norm"] > 0  # ZeRO-2 stepped on real gradients
     assert (tmp_path / "checkpoints" / "step_000002" / "adapter" / "adapter_config.json").exists()

@@ -150,6 +150,29 @@ def test_sync_check_passes_and_fires_when_sync_is_off(tmp_path):
              tmp_path / "off-loose")
 
 
+def test_the_steps_tail_runs_at_its_cadence(tmp_path):
+    """The weights check after the syncs of v1 and every `sync_check_every`-th version (the versions every step);
+    the learner's state written at the checkpoint cadence (`save_every`), not each step."""
+
+    class Listing(Trainer):
+        def train_step(self):
+            self.listed = [*getattr(self, "listed", []), sorted(p.name for p in self.states.root.iterdir())]
+            return super().train_step()
+
+    trainer = Listing(tiny_cfg(*LEARNABLE, "max_steps=4", "save_every=2", "sync_check_every=2", "learner.lr=5e-2"),
+                      tmp_path)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    rows = read(tmp_path / "metrics.jsonl")
+    assert [r.get("sync/checked_version") for r in rows] == [1, 2, None, 4]
+    assert [("time/sync_check_s" in r) for r in rows] == [True, True, False, True]  # unchecked: no probe either
+    assert all(r["sync/logprob_gap"] < 1e-3 for r in rows if "sync/logprob_gap" in r)
+    assert trainer.listed == [["state_v000000.pt"]] * 2 + [["state_v000002.pt"]] * 2  # the start's, then step 2's
+    assert sorted(p.name for p in (tmp_path / "learner").iterdir()) == ["state_v000004.pt"]
+
+
 def _short_tmp() -> str:
     """Ray's unix sockets live under RAY_TMPDIR, and their paths must stay under 108 bytes."""
     import tempfile

@@ -60,8 +60,10 @@ def engine_from_config(model_cfg: ModelConfig, rollout_cfg: RolloutConfig, seed:
             kwargs.update(distributed_executor_backend="mp")
     elif kind == "openai":
         kwargs = dict(chat_template_kwargs=kwargs["chat_template_kwargs"], seed=seed, openai=rollout_cfg.openai)
+    # `model_path`: the local folder the run's driver resolved `model_cfg.name` to (aac.models.local_model)
+    path = overrides.pop("model_path", None)
     kwargs.update(overrides)
     # an endpoint knows a model by its served name: nothing is built or loaded here
     name = model_cfg.name
-    model = (REGISTRY[name].source if name in REGISTRY else name) if kind == "openai" else resolve_model(name)
+    model = (REGISTRY[name].source if name in REGISTRY else name) if kind == "openai" else path or resolve_model(name)
     return make_engine(kind, model, **kwargs)

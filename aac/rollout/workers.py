@@ -194,7 +194,7 @@ class RolloutWorker:
         """Play each episode to its end (continuous batching), then score every turn.
 
         `sampling` and `protocol` replace the training ones (held-out evaluation plays the eval setting)."""
-        r = self.rollout
+        r, started = self.rollout, time.perf_counter()
         self.pool.keep_warm(len({s.instance.code for s in specs}))  # every live function stays warm
         caller = _TimedCaller(self.pool, self.spread_list)
         sampling = sampling or SamplingSpec.from_config(r, r.top_p, logprobs=True)
@@ -210,7 +210,9 @@ class RolloutWorker:
         return RolloutBatch(
             episodes=out,
             timings={"generation": stats.generation_s, "critic": t_critic, "critic_busy": judge.busy_s,
-                     "sandbox": caller.seconds},
+                     "sandbox": caller.seconds,
+                     # the rollout's own seconds (played and scored), whenever the driver waited for it
+                     "played": time.perf_counter() - started},
             critic_counts={k: after[k] - before.get(k, 0) for k in after},
             generated_tokens=stats.generated_tokens, engine_calls=stats.engine_calls, idle_slots=stats.idle_slots,
             replica_episodes=dict(Counter(p.turns[0].result.replica for p in played

@@ -10,7 +10,8 @@ carries the version that generated it, checked against the one the engine served
 A collected-ahead batch is the run's state between steps: checkpoints save it and a resumed run
 trains on it, so resume stays exact. A retry after a piece died plays the same step again with the
 same seeds, on an engine serving the same version; a death that spares the rollout sent ahead (the
-learner's, mid-update) leaves it running, and it is collected once, as it is (tests/test_faults.py).
+learner's, mid-update) leaves it running, and it is collected once, as it is (tests/test_faults.py); an
+engine or worker rebuilt in another phase meanwhile (the deferred sync check) has it sent again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ class RolloutAhead:
 
     def launch(self, step: int, served: int, send: Callable[[], LaunchedStep]) -> None:
         self._sent = (step, served, send, send())
+
+    def drop(self) -> None:
+        """Forget the rollout in flight (a piece it ran on was rebuilt in another phase): `collect` sends it again."""
+        if self._sent is not None:
+            self._sent = (*self._sent[:3], None)
 
     def collect(self) -> Optional[Ahead]:
         """Wait for the launched rollout (None when none was launched); kept as `ready`."""

@@ -35,28 +35,51 @@ log = logging.getLogger("aac.train")
 
 
 class LearnerStates:
-    """`OUT/learner/state_vNNNNNN.pt`: the state after version N's update, written by the learner where it
-    lives. The current version's and the next one's are kept: a learner rebuilt before a step ends
-    restores the current one, so the retried update is applied once."""
+    """What a rebuilt learner restores: the state written at the checkpoint cadence (`commit`, to
+    `OUT/learner/state_vNNNNNN.pt` by the learner where it lives; only the newest is kept) and the samples of
+    every update since (`updates`, in the driver's memory). `restore` loads that state and replays those
+    updates, which are deterministic given the state: the rebuilt learner holds the weights and optimizer
+    state the dead one had after its last complete update, so a retried update is applied once, and no
+    step writes the learner's state (the flagship's is ~0.7 GB) but a checkpointed one."""
 
     def __init__(self, root: Path):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        self.saved: Optional[int] = None  # the version of the state on disk
+        self.updates: list[list[Sample]] = []  # the updates applied since, in order
+
+    @property
+    def version(self) -> int:
+        """The version the learner holds: the one saved, plus the updates since."""
+        assert self.saved is not None, "LearnerStates: nothing committed yet"
+        return self.saved + len(self.updates)
 
     def path(self, version: int) -> Path:
         return self.root / f"state_v{version:06d}.pt"
 
     def commit(self, learner: LearnerLike, version: int) -> None:
+        """Write the learner's state as `version`'s (the start's, a checkpoint's); the older one goes."""
+        if self.saved is not None and version != self.version:
+            raise RuntimeError(f"LearnerStates: the learner holds v{self.version}, not v{version}")
         learner.save_state(str(self.path(version)))
+        for old in self.root.glob("state_v*.pt"):
+            if old != self.path(version):
+                old.unlink(missing_ok=True)
+        self.saved, self.updates = version, []
 
-    def restore(self, learner: LearnerLike, version: int) -> None:
-        learner.load_state(str(self.path(version)))
+    def restore(self, learner: LearnerLike) -> None:
+        """Bring a rebuilt `learner` to the version the dead one held."""
+        assert self.saved is not None
+        learner.load_state(str(self.path(self.saved)))
+        for i, samples in enumerate(self.updates):
+            log.info("learner: replaying the update of v%d (%d of %d since the state of v%d)", self.saved + i + 1,
+                     i + 1, len(self.updates), self.saved)
+            learner.update(samples)
 
-    def update(self, learner: LearnerLike, samples: list[Sample], version: int) -> dict[str, Any]:
-        """One update from `version`'s state; its result saved as `version + 1`'s."""
+    def update(self, learner: LearnerLike, samples: list[Sample]) -> dict[str, Any]:
+        """One update; recorded once it returned, for `restore` to replay."""
         out = learner.update(samples)
-        self.commit(learner, version + 1)
-        self.path(version - 1).unlink(missing_ok=True)
+        self.updates.append(samples)
         return out
 
 
@@ -64,7 +87,8 @@ class LearnerStates:
 # it checkpoints and evaluates, where it writes and logs, how many restarts it allows; every other key is
 # the run's own, and a command line that sets one differently is refused
 RESUME_MAY_CHANGE = ("resume", "out_dir", "max_steps", "time_budget_s", "time_budget_min_steps", "save_every",
-                     "keep_checkpoints", "keep_adapters", "eval_every", "eval_limit", "logging", "max_actor_restarts", "ray")
+                     "keep_checkpoints", "keep_adapters", "eval_every", "eval_limit", "logging", "max_actor_restarts", "ray",
+                     "watchdog", "sync_check_every")
 _ABSENT = object()
 
 
@@ -174,6 +198,14 @@ def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[R
         cfg = restore_config(cfg, point, command_line_overrides() or None)
     save_config(cfg, out_dir)
     return cfg, point
+
+
+def newest_checkpoint(root: Path) -> str:
+    """Where a stopped run goes on from: its newest intact checkpoint, or from step 0."""
+    ckpt, _ = checkpoint.newest_intact(root)
+    if ckpt is None:
+        return f"no checkpoint in {root} yet: resume=true starts the run again from step 0"
+    return f"checkpoint of step {int(ckpt.name.removeprefix('step_'))} in {root}"
 
 
 def resume(cfg: TrainConfig, point: Optional[ResumePoint], learner: LearnerLike,

@@ -6,7 +6,9 @@ piece is rebuilt from its arguments, then the trainer restores what it held (an 
 current adapter version; a learner loads the state committed after the last update, so no update is
 lost or applied twice; rollout workers hold no state across steps, and replay the step's episodes
 with the step's seeds). Each phase is a function of state the driver holds, so a retry computes what
-the first try would have. After `max_actor_restarts` rebuilds the run stops (`RestartLimit`).
+the first try would have. After `max_actor_restarts` rebuilds the run stops (`RestartLimit`), its
+pieces restored where that still works (`RestartLimit.held`), so that it checkpoints its last step.
+A piece that hangs alive is made dead by the watchdog (aac/training/watchdog.py), then handled alike.
 
 What is not retried: a failure no dead piece explains (it is raised as it is), a run in one process
 (`rollout.placement=local`), the driver's own death (resume from the last checkpoint), and a node lost
@@ -17,31 +19,42 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Optional, TypeVar
+
+from aac.training.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from aac.assembly import Run
+    from aac.config import WatchdogConfig
 
 log = logging.getLogger("aac.train")
 T = TypeVar("T")
 
 
 class RestartLimit(RuntimeError):
-    """More pieces died than `max_actor_restarts` allows."""
+    """More pieces died than `max_actor_restarts` allows; `held`: every rebuilt piece was restored (a learner
+    holds the state of the last complete update)."""
+
+    def __init__(self, message: str, held: bool):
+        super().__init__(message)
+        self.held = held
 
 
 class Supervisor:
-    """`supervisor(phase, fn)`: run `fn`; on a death, rebuild, `restore(rebuilt names)`, retry."""
+    """`supervisor(phase, fn)`: run `fn` (under the watchdog when `watchdog` is given); on a death, rebuild,
+    `restore(rebuilt names)`, retry."""
 
-    def __init__(self, run: Run, max_restarts: int, restore: Callable[[list[str]], None]):
+    def __init__(self, run: Run, max_restarts: int, restore: Callable[[list[str]], None],
+                 watchdog: Optional[WatchdogConfig] = None):
         self.run, self.max_restarts, self.restore = run, max_restarts, restore
+        self.watch = Watchdog(run, watchdog) if watchdog is not None else lambda phase, fn: fn()
         self.restarts = 0  # pieces rebuilt in this process's run
         self.retries = 0  # phases retried
 
     def __call__(self, phase: str, fn: Callable[[], T]) -> T:
         while True:
             try:
-                return fn()
+                return self.watch(phase, fn)
             except Exception as e:
                 if not self.run.use_ray:
                     raise
@@ -60,13 +73,14 @@ class Supervisor:
             self.restarts += len(dead)
             log.warning("the %s failed (%s): rebuilt %s (%d of max_actor_restarts=%d pieces)", phase,
                         type(error).__name__, ", ".join(dead), self.restarts, self.max_restarts)
-            if self.restarts > self.max_restarts:
-                raise RestartLimit(f"{self.restarts} pieces died (max_actor_restarts={self.max_restarts}), the "
-                                   f"last ({', '.join(dead)}) during the {phase}") from None
+            held = True
             try:
                 self.restore(dead)
             except Exception as again:  # a piece died while being restored: look again
-                error = again
+                error, held = again, False
+            if self.restarts > self.max_restarts:
+                raise RestartLimit(f"{self.restarts} pieces died (max_actor_restarts={self.max_restarts}), the "
+                                   f"last ({', '.join(dead)}) during the {phase}", held) from None
         if not rebuilt:
             raise error
         self.retries += 1

@@ -11,11 +11,17 @@ The check has two parts, neither of which depends on the learning rate:
   the next step, however little one update moved the weights.
 - **weights** (a wrong adapter, e.g. bad scaling or another run's file): the mean |log p_engine -
   log p_learner| over a probe of at least `sync_probe_tokens` generated tokens must stay within
-  `sync_tolerance`. That bound is calibrated on the gap a correct engine shows
+  `sync_tolerance`, checked after the syncs of v1 and of every `sync_check_every`-th version (a
+  systematic error shows at v1; each check costs two learner passes and one engine pass). That bound is calibrated on the gap a correct engine shows
   (benchmarks/RESULTS.md, "PPO ratio and the sync tolerance"): bf16 kernels sit up to ~0.17/token from an fp32 learner, so
   the default (null) is 0.05 when engine and learner both run float32 and 0.5 otherwise. The gap is
   logged every step (`sync/logprob_gap`), with the gap to the learner's previous weights beside it
-  (`sync/logprob_gap_previous`: how far the update moved the probe, for reading, not deciding)."""
+  (`sync/logprob_gap_previous`: how far the update moved the probe, for reading, not deciding).
+
+Under the off-policy pipeline the sync overlaps the next rollout where it can: the adapter is written
+while the rollout sent ahead still plays (`save`), loaded once it is back (nothing is in flight then),
+and the weights check is left pending (`sync(..., defer=True)`) for the next step to run while its
+own rollout plays (`check_pending`); its metrics are then in that step's row (`sync/checked_version`)."""
 
 from __future__ import annotations
 
@@ -73,20 +79,28 @@ def _replicas(engine: Engine) -> list[tuple[str, Engine]]:
 
 class AdapterSync:
     """`sync(version, probe, before)`: save, load, check, prune. `sync_adapter=false` skips the load after
-    version 0 (only to test the check); `check_sync=false` skips the weights check."""
+    version 0 (only to test the check); `check_sync=false` skips the weights check, `check_every` spaces it."""
 
     def __init__(self, run: Run, adapters: Path, *, sync_adapter: bool, check_sync: bool, tolerance: float,
-                 keep: int):
+                 keep: int, check_every: int = 1):
         self.run, self.adapters = run, adapters
         self.sync_adapter, self.check_sync, self.tolerance, self.keep = sync_adapter, check_sync, tolerance, keep
-        self.timing: dict[str, float] = {}  # the check's seconds since the last sync (probe_before included)
+        self.check_every = check_every
+        self.timing: dict[str, float] = {}  # the sync's and check's seconds since the last sync (probe_before included)
+        self.checked: dict[str, float] = {}  # the last check's metrics since the last sync
+        self.saved: Optional[int] = None  # the newest version written
+        self.pending: Optional[tuple[int, Probe, Optional[list[list[float]]]]] = None  # a deferred check
 
     def path(self, version: int) -> Path:
         return self.adapters / f"v{version:06d}"
 
-    def probe_before(self, probe: Probe) -> Optional[list[list[float]]]:
-        """The learner's log-probs of `probe` under the weights about to be replaced."""
-        if not probe or not self.check_sync:
+    def checks(self, version: Optional[int]) -> bool:
+        """Whether the sync of `version` is checked on its weights (None: yes)."""
+        return self.check_sync and (version is None or version == 1 or version % self.check_every == 0)
+
+    def probe_before(self, probe: Probe, version: Optional[int] = None) -> Optional[list[list[float]]]:
+        """The learner's log-probs of `probe` under the weights about to be replaced by `version`'s."""
+        if not probe or not self.checks(version):
             return None
         with timed(self.timing, "time/sync_check_s"):
             return [self.run.learner.token_logprobs(p, c) for p, c in probe]
@@ -95,17 +109,25 @@ class AdapterSync:
         """Serve the saved `version` (a fresh or rebuilt engine, or a resumed run)."""
         self.run.actor.load_adapter(ACTOR, str(self.path(version)), version)
 
-    def sync(self, version: int, probe: Optional[Probe] = None,
-             before: Optional[list[list[float]]] = None) -> dict[str, float]:
-        """Hand the learner's adapter to the engine as `version`, check it on `probe` (`before`: the
-        learner's log-probs of it under the previous version), and drop older adapter folders."""
-        out: dict[str, float] = {}
-        with timed(out, "time/sync_s"):
+    def save(self, version: int) -> None:
+        """Write the learner's adapter as `version`, whole or absent (what a rebuilt engine loads)."""
+        with timed(self.timing, "time/sync_s"):
             path, tmp = self.path(version), self.path(version).with_suffix(".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             self.run.learner.save_adapter(str(tmp))
             shutil.rmtree(path, ignore_errors=True)  # a retried sync's own
-            tmp.rename(path)  # whole or absent: what a rebuilt engine loads
+            tmp.rename(path)
+        self.saved = version
+
+    def sync(self, version: int, probe: Optional[Probe] = None, before: Optional[list[list[float]]] = None, *,
+             defer: bool = False) -> dict[str, float]:
+        """Hand the learner's adapter to the engine as `version` (written already when `save` ran), check it on
+        `probe` (`before`: the learner's log-probs of it under the previous version; `defer`: later, in
+        `check_pending`), and drop older adapter folders. Returns the seconds spent since the last sync and the
+        metrics of the checks run since (a deferred one's included)."""
+        if self.saved != version:
+            self.save(version)
+        with timed(self.timing, "time/sync_s"):
             if self.sync_adapter or version == 0:
                 self.load(version)
             for name, replica in _replicas(self.run.actor):  # every engine replica serves it
@@ -113,13 +135,24 @@ class AdapterSync:
                 if served is not None and served != version:
                     raise SyncError(f"the {name} serves adapter v{served} after v{version} was handed to it: "
                                     "it is serving a stale adapter")
-        if probe and self.check_sync:
-            with timed(self.timing, "time/sync_check_s"):
-                out.update(self._check(version, probe, before))
+        if probe and self.checks(version):
+            self.pending = (version, probe, before)
+            if not defer:
+                self.check_pending()
         self._prune(version)
-        out.update(self.timing)
-        self.timing = {}
+        out = {**self.checked, **self.timing}
+        self.timing, self.checked = {}, {}
         return out
+
+    def check_pending(self) -> None:
+        """Run the weights check a sync left, if any, while the learner and the engine still hold its version;
+        its metrics come with the next `sync`'s."""
+        if self.pending is None:
+            return
+        version, probe, before = self.pending
+        with timed(self.timing, "time/sync_check_s"):
+            self.checked = {**self._check(version, probe, before), "sync/checked_version": float(version)}
+        self.pending = None
 
     def _check(self, version: int, probe: Probe, before: Optional[list[list[float]]]) -> dict[str, float]:
         """The gap on every engine replica; the metrics are the widest one's."""

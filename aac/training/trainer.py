@@ -8,6 +8,7 @@ rollout_ahead_wait, sync, sync_check (the probe before the update included), met
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -18,22 +19,21 @@ from omegaconf import OmegaConf
 import aac.checkpoint as checkpoint
 from aac.assembly import build_run
 from aac.config import TrainConfig
-from aac.critic.mutants import require_mutants
-from aac.env.instance import DatasetError, Instance
+from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
 from aac.learner.batching import Sample
 from aac.metrics import MetricsLog, rollout_metrics, signal_metrics, timed
 from aac.progress import bar
-from aac.rewards.advantages import batch_advantages
 from aac.rollout.driver import SamplingSpec
 from aac.rollout.fanout import LaunchedStep, launch_step
 from aac.rollout.workers import RolloutBatch
 from aac.training.budget import TimeBudget
-from aac.training.data_order import DataOrder, seed_everything
+from aac.training.data_order import DataOrder, seed_everything, training_instances
 from aac.training.episode_log import EpisodeLog
 from aac.training.held_out import HeldOutEval
 from aac.training.pipeline import RolloutAhead, lag_metrics
-from aac.training.state import LearnerStates, ResumePoint, resume, run_config
+from aac.training.samples import learner_samples, turn_advantages
+from aac.training.state import LearnerStates, ResumePoint, newest_checkpoint, resume, run_config
 from aac.training.supervisor import RestartLimit, Supervisor
 from aac.training.sync import ACTOR, AdapterSync, check_served, default_tolerance, probe_of
 
@@ -55,26 +55,14 @@ def log_critic_card(cfg: TrainConfig) -> None:
 
 
 def log_step(step: int, total: int, m: dict[str, object], kl_term: bool) -> None:
-    """A step's one log line (kl nan: the run has no KL term, where 0.0000 would read as a policy that did not move)."""
+    """A step's one log line (kl nan: the run has no KL term, where 0.0000 would read as a policy that did not move).
+    The rollout's own seconds and rate, `ahead` when it played during the previous step's update (the step then
+    waited `time/rollout_s` + `time/rollout_ahead_wait_s` for it, not its length)."""
     log.info("step %d/%d reward %.3f | queries %.1f concluded %.0f%% | kl %.4f clip %.3f | "
-             "rollout %.1fs (%.0f tok/s) update %.1fs", step, total,
+             "rollout %.1fs%s (%.0f tok/s) update %.1fs", step, total,
              m["reward/episode_total_mean"], m["episode/queries_mean"], m["episode/concluded_pct"],
              m.get("update/kl", float("nan")) if kl_term else float("nan"), m.get("update/clip_frac", float("nan")),
-             m["time/rollout_s"], m["rollout/tokens_per_s"], m["time/update_s"])
-
-
-def training_instances(cfg: TrainConfig) -> list[Instance]:
-    """The rows a run trains on (`env.data`, `env.split`, `env.limit`); one line, before any engine starts, when
-    none is usable or the critic needs what they lack (critic.kind=mutants: the mutants column)."""
-    from aac.datasets import load_instances
-
-    instances = load_instances(cfg.env.data, split=cfg.env.split, limit=cfg.env.limit, on_bad_row=cfg.env.on_bad_row,
-                               domain=cfg.env.domain)
-    if not instances:
-        raise DatasetError(f"{cfg.env.data}: no usable instances (split {cfg.env.split})")
-    if cfg.critic.kind == "mutants":
-        require_mutants(instances, cfg.env.data)
-    return instances
+             m["time/played_s"], " ahead" if m["rollout/ahead"] else "", m["rollout/tokens_per_s"], m["time/update_s"])
 
 
 class Trainer:
@@ -97,15 +85,15 @@ class Trainer:
         log.info("engine (%s), learner (%s), %d rollout worker(s) up in %.1fs [%s]", cfg.rollout.engine,
                  cfg.learner.backend, cfg.rollout.num_workers, time.perf_counter() - t0, cfg.rollout.placement)
         tolerance = cfg.sync_tolerance or default_tolerance(cfg.model.dtype, cfg.learner.dtype)
-        self.adapter_sync = AdapterSync(self.pieces, out_dir / "adapters", sync_adapter=cfg.sync_adapter,
-                                        check_sync=cfg.check_sync, tolerance=tolerance, keep=cfg.keep_adapters)
-        self.supervised = Supervisor(self.pieces, cfg.max_actor_restarts, self._restore)
+        self.adapter_sync = AdapterSync(self.pieces, out_dir / "adapters", sync_adapter=cfg.sync_adapter, keep=cfg.keep_adapters,
+                                        check_sync=cfg.check_sync, tolerance=tolerance, check_every=cfg.sync_check_every)
+        self.supervised = Supervisor(self.pieces, cfg.max_actor_restarts, self._restore, cfg.watchdog)
         self.held_out = HeldOutEval(cfg, self.pieces)
         self.ckpt_root, self.states = out_dir / "checkpoints", LearnerStates(out_dir / "learner")
         self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps)
         self.step, self.version, self.ahead.ready = resume(cfg, point, self.learner, out_dir / "metrics.jsonl")
-        # what a rebuilt piece restores: this version's learner state and adapter (version 0: the fresh
-        # LoRA, B = 0, or learner.init_adapter)
+        # what a rebuilt piece restores: this version's learner state (and the updates after it) and adapter
+        # (version 0: the fresh LoRA, B = 0, or learner.init_adapter)
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
                                           self.adapter_sync.sync(self.version)))
         self.metrics = MetricsLog(out_dir, cfg, OmegaConf.to_container(cfg, resolve=True))
@@ -136,22 +124,18 @@ class Trainer:
         return [[self.instances[i]] * self.cfg.rollout.group_size for i in self.order.indices(step)]
 
     def advantages(self, batch: RolloutBatch) -> list[list[float]]:
-        """Per-turn advantages, group by group, with the configured estimator."""
-        rw = self.cfg.rewards
-        local = None if rw.format_in_return else [[t.format_penalty for t in ep.turns] for ep in batch.episodes]
-        return batch_advantages([(ep.group, ep.uid) for ep in batch.episodes],
-                                [[(t.phase, t.reward) for t in ep.turns] for ep in batch.episodes],
-                                rw.advantage, rw.w_step, rw.eps, local)
+        return turn_advantages(batch, self.cfg.rewards)
 
     def samples(self, batch: RolloutBatch, advantages: list[list[float]]) -> list[Sample]:
-        return [Sample(prompt_ids=t.prompt_ids, completion_ids=t.token_ids, sampling_logprobs=t.logprobs, advantage=a)
-                for ep, adv in zip(batch.episodes, advantages) for t, a in zip(ep.turns, adv) if t.token_ids]
+        return learner_samples(batch, advantages)
 
     # ------------------------------------------------------------------ the loop
 
     def _restore(self, rebuilt: list[str]) -> None:
         if self.learner.name in rebuilt:
-            self.states.restore(self.learner, self.version)
+            self.states.restore(self.learner)
+        if set(rebuilt) - {self.learner.name}:  # an engine or worker: the rollout sent ahead is lost with it
+            self.ahead.drop()
         # an engine serves this version's adapter again (a sync that died before writing it retries it whole)
         if any(name.startswith("engine") for name in rebuilt) and self.adapter_sync.path(self.version).exists():
             self.adapter_sync.load(self.version)
@@ -168,23 +152,28 @@ class Trainer:
         with timed(m, "time/advantages_s"):
             adv = self.advantages(batch)
             samples, probe = self.samples(batch, adv), probe_of(batch, self.cfg.sync_probe_tokens)
-        before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe))
+        before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe, self.version + 1))
         if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
             self.ahead.launch(nxt, self.version, lambda: self.launch(self.groups(nxt), step=nxt))
+        self.supervised("sync check", self.adapter_sync.check_pending)  # the last sync's, deferred
         self.episode_log.write(nxt, batch, adv)  # while the next rollout plays
         with timed(m, "time/update_s"):
-            upd = self.supervised("update", lambda: self.states.update(self.learner, samples, self.version))
+            upd = self.supervised("update", lambda: self.states.update(self.learner, samples))
+        if self.ahead.k:  # the adapter is written while the rollout sent ahead plays
+            self.supervised("adapter sync", lambda: self.adapter_sync.save(self.version + 1))
         with timed(m, "time/rollout_ahead_wait_s"):
             self.supervised("rollout", self.ahead.collect)
         m.update(lag_metrics(self.version - served, upd))
         self.version += 1
-        m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before)))
+        defer = bool(self.ahead.k) and nxt < self.total_steps  # checked while the next step's rollout plays
+        m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before, defer=defer)))
         m["faults/actor_restarts"], m["faults/retried_phases"] = self.supervised.restarts, self.supervised.retries - retries
         with timed(m, "time/metrics_s"):
             m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
             m.update(signal_metrics(batch, adv, self.step + 1))
         m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
-        m["rollout/tokens_per_s"] = batch.generated_tokens / max(m["time/rollout_s"], 1e-9)
+        m["rollout/ahead"] = float(ahead is not None)
+        m["rollout/tokens_per_s"] = batch.generated_tokens / max(batch.timings["played"], 1e-9)
         m["adapter_version"] = self.version
         m["uids"] = [self.instances[i].uid for i in idx]  # what step t trained on
         return m
@@ -193,8 +182,11 @@ class Trainer:
         return self.supervised("held-out evaluation", lambda: self.held_out.metrics(self.rollout))
 
     def save(self) -> None:
-        """Checkpoint the last complete step from the files its sync and update left (no piece is asked,
-        so a run whose learner is gone still checkpoints)."""
+        """Checkpoint the last complete step: the adapter its sync wrote, the learner's state (written now: the
+        checkpoint cadence is the learner state's) and the rollout collected ahead."""
+        self.supervised("sync check", self.adapter_sync.check_pending)  # a deferred one: the adapter saved is checked
+        if self.states.saved != self.version:
+            self.supervised("checkpoint", lambda: self.states.commit(self.learner, self.version))
         state = {"step": self.step, "version": self.version, "config_hash": checkpoint.config_hash(self.cfg)}
         path = checkpoint.save(self.ckpt_root, self.step, adapter=self.adapter_sync.path(self.version),
                                learner_state=self.states.path(self.version), trainer_state=state, ahead=self.ahead.ready,
@@ -208,9 +200,11 @@ class Trainer:
             while self.step < self.total_steps:
                 try:
                     m = self.train_step()
-                except RestartLimit as e:
-                    self.save()  # the last complete step
-                    raise SystemExit(f"aac: {e}; checkpoint of step {self.step} in {self.ckpt_root}") from None
+                except RestartLimit as e:  # a checkpoint of the last complete step where its pieces hold it
+                    with contextlib.suppress(RestartLimit):
+                        if e.held:
+                            self.save()
+                    raise SystemExit(f"aac: {e}; {newest_checkpoint(self.ckpt_root)}") from None
                 self.step += 1
                 if cfg.eval_every and self.step % cfg.eval_every == 0:
                     with timed(m, "time/eval_s"):
