@@ -20,9 +20,10 @@ bandwidth: ~13 ms a step) is ~4,900 tok/s, so the default 3,000 allows for the r
 decodes proportionally fewer tokens per second (--eval-batch for evaluations). Prefill is compute-bound: 2N FLOPs a
 token at --prefill-mfu. The learner's rate is `gpu_check.py`'s formula: --learner-mfu of the peak over the FLOPs of
 a token (`gpu_learner.flops_per_token`, KL on: policy forward and backward, reference forward; checkpointing's
-recompute not counted, as MFU is usually quoted). The tail after both phases: --sync-s (the adapter to the engine;
-hidden under the next rollout when --sync-overlapped), the sync check every --check-every steps (--check-s), the
-learner state at the checkpoint cadence (--save-s per --save-every).
+recompute not counted, as MFU is usually quoted). The tail after both phases, as the recipe sets it: --sync-s (the
+adapter to the engine; written while the next rollout plays under the pipeline), the sync check every
+`sync_check_every` steps (--check-s; under the pipeline it runs while the next rollout plays), the learner state at
+the checkpoint cadence (`save_every`, --save-s).
 
 A step is max(engine, learner + tail) with the off-policy pipeline (`rollout.max_off_policy_steps=1`), their sum in
 lockstep. Evaluations (every --eval-every steps, --eval-limit greedy episodes, as long as training's, plus a judge's
@@ -67,7 +68,7 @@ class PrefixCache:
         return len(prompt) - hit * BLOCK
 
 
-def measure_group(tokenizer, cfg, turns: int) -> dict[str, float]:
+def measure_group(tokenizer, cfg, overrides: list[str], turns: int) -> dict[str, float]:
     """One flagship group of `turns`-turn episodes: tokens generated, update tokens, uncached actor and critic
     prefill, judgments and those cut at the context limit (per group)."""
     from aac.critic.prompts import critic_messages
@@ -75,8 +76,8 @@ def measure_group(tokenizer, cfg, turns: int) -> dict[str, float]:
     from aac.learner.packing import pack_plan
     from aac.rollout.judgments import turn_judgments
 
-    instance, episodes = recipe_episodes(tokenizer, ("+recipe=qwen3_8b",), group=cfg.rollout.group_size, turns=turns,
-                                         words=EIGHT_B_WORDS)
+    instance, episodes = recipe_episodes(tokenizer, ("+recipe=qwen3_8b", *overrides), group=cfg.rollout.group_size,
+                                         turns=turns, words=EIGHT_B_WORDS)
     cache, actor = PrefixCache(), 0
     for t in range(max(len(e) for e in episodes)):  # turn-major: the group's episodes advance together
         for played in episodes:
@@ -100,28 +101,34 @@ def measure_group(tokenizer, cfg, turns: int) -> dict[str, float]:
             "judgments": judged, "cut": cut, "seq_len": mean(len(s) for s in samples)}
 
 
-def learner_tps(mfu: float, seq_len: int) -> float:
-    """Update tokens/s of the Qwen3-8B learner at `mfu` (gpu_check.py's formula)."""
+def learner_tps(mfu: float, attended: float, kl: bool) -> float:
+    """Update tokens/s of one Qwen3-8B learner rank at `mfu` (gpu_check.py's formula; `kl`: the reference forward)."""
     import torch
     from gpu_learner import build_random, flops_per_token
 
     from aac.models import QWEN3_8B
 
     model = build_random(QWEN3_8B, torch.bfloat16, torch.device("meta"))
-    return mfu * PEAK / flops_per_token(model, seq_len, kl=True)
+    return mfu * PEAK / flops_per_token(model, attended, kl=kl)
+
+
+def steps_total(a: argparse.Namespace, cfg) -> int:
+    return math.ceil(a.functions * cfg.learner.epochs / cfg.rollout.functions_per_step)
 
 
 def project(m: dict[str, float], cfg, a: argparse.Namespace, learn_tps: float) -> dict[str, float]:
     groups = cfg.rollout.functions_per_step
-    decode_tps, prefill_tps = a.decode_tps * a.graphs, a.prefill_mfu * PEAK / (2 * 8.2e9)
+    engines = cfg.rollout.num_engines  # the episodes spread over the engines by load
+    decode_tps, prefill_tps = a.decode_tps * a.graphs * engines, engines * a.prefill_mfu * PEAK / (2 * 8.2e9)
     gen = groups * m["generated"]
     engine = {"decode": gen / decode_tps, "actor_prefill": groups * m["actor_prefill"] / prefill_tps,
               "critic": groups * m["critic_prefill"] / prefill_tps}
-    learner = m["update_per_generated"] * gen / learn_tps
-    tail = (0 if a.sync_overlapped else a.sync_s) + a.check_s / a.check_every + a.save_s / a.save_every
+    learner = m["update_per_generated"] * gen / (learn_tps * cfg.learner.num_workers)
+    ahead = cfg.rollout.max_off_policy_steps > 0  # the sync and its check run while the next rollout plays
+    tail = (0 if ahead else a.sync_s + a.check_s / cfg.sync_check_every) + a.save_s / (cfg.save_every or steps_total(a, cfg))
     engine_s = sum(engine.values())
     step = max(engine_s, learner + tail) if cfg.rollout.max_off_policy_steps else engine_s + learner + tail
-    steps = math.ceil(a.functions * cfg.learner.epochs / groups)
+    steps = steps_total(a, cfg)
     evals = steps // cfg.eval_every if cfg.eval_every else 0
     eval_tokens = cfg.eval_limit * (min(m["turns"], 3 * cfg.eval.max_calls) * m["per_turn"]
                                     + cfg.eval.judge_max_tokens + cfg.eval.coder_max_tokens)
@@ -143,13 +150,10 @@ def main() -> None:
     ap.add_argument("--graphs", type=float, default=1.35, help="CUDA graphs' decode speed-up")
     ap.add_argument("--prefill-mfu", type=float, default=0.5)
     ap.add_argument("--learner-mfu", type=float, default=0.30)
-    ap.add_argument("--gpu-check", type=Path, help="gpu_check.json: the learner's measured update tokens/s")
-    ap.add_argument("--sync-s", type=float, default=5.0)
-    ap.add_argument("--sync-overlapped", action="store_true", help="the adapter sync hidden under the next rollout")
-    ap.add_argument("--check-s", type=float, default=3.0)
-    ap.add_argument("--check-every", type=int, default=1)
-    ap.add_argument("--save-s", type=float, default=6.0, help="the learner state (~0.7 GB) written once")
-    ap.add_argument("--save-every", type=int, default=1)
+    ap.add_argument("--gpu-check", type=Path, help="gpu_check.json: the learner's update tokens/s measured on the flagship-shaped batch")
+    ap.add_argument("--sync-s", type=float, default=5.0, help="the adapter (~87 MB) written and loaded by the engine")
+    ap.add_argument("--check-s", type=float, default=3.0, help="the sync check: two learner passes, one engine pass")
+    ap.add_argument("--save-s", type=float, default=6.0, help="a checkpoint: the learner state (~0.7 GB) written")
     ap.add_argument("--generate-tokens", type=int, default=128, help="a generated judgment's mean length")
     ap.add_argument("--startup-s", type=float, default=600.0, help="one 16 GB download, two loads, engine warm-up")
     a = ap.parse_args()
@@ -162,10 +166,10 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(resolve_model("smollm2_135m"))
     rows = []
     for turns in (int(t) for t in a.turns.split(",")):
-        m = measure_group(tok, cfg, turns)
-        # attention is ~1% of a token's FLOPs here: a turn's whole length stands for its tokens' attended lengths
-        tps = (json.loads(a.gpu_check.read_text())["update"]["tokens_per_s"] if a.gpu_check
-               else learner_tps(a.learner_mfu, int(m["seq_len"])))
+        m = measure_group(tok, cfg, a.overrides, turns)
+        # a token attends to the keys of its turn before it: half a turn on average ((L + 1) / 2)
+        tps = (json.loads(a.gpu_check.read_text())["learner_update_flagship"]["tokens_per_s"] if a.gpu_check
+               else learner_tps(a.learner_mfu, (m["seq_len"] + 1) / 2, cfg.learner.kl_coef != 0))
         rows.append((turns, m, project(m, cfg, a, tps), tps))
     print(f"+recipe=qwen3_8b {' '.join(a.overrides)}: {rows[0][2]['steps']} steps of "
           f"{cfg.rollout.functions_per_step} x {cfg.rollout.group_size} episodes; off-policy "
