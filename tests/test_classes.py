@@ -305,3 +305,10 @@ def test_test_files_are_read_through_imports_fixtures_and_setup(tmp_path):
     assert [("new", ((3,), {})), ("fill", (("a",), {})), ("fill", (("b",), {})), ("<read>size", ((), {}))] in sequences
     assert [("new", ((1,), {})), ("fill", (("x",), {}))] in sequences  # chained
     assert [("new", ((), {"size": 5})), ("fill", (("c",), {}))] in sequences  # setUp, then the test
+
+
+def test_a_method_whose_argument_no_call_showed_is_probed_without_it():
+    """`JSONDecoder.raw_decode(s, idx)`: no seed, and no value seen of the types its body asks for; the prober
+    skips that guess (it raised IndexError choosing from nothing) and the class builds."""
+    instances, summary = rows_from_source("module:json.decoder.JSONDecoder")
+    assert [i.domain for i in instances] == ["stateful"], dict(summary.dropped)

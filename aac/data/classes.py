@@ -388,12 +388,15 @@ class Prober:
                 picked = []
                 for t in wanted:
                     value = next((v for v in left if type(v).__name__ == t), None) if t else (left[0] if left else None)
+                    if value is None and not bag:  # nothing seen to fill the gap with: no such call
+                        break
                     if value is None:
                         value = self.rng.choice(bag)
                     elif value in left:
                         left.remove(value)
                     picked.append(value)
-                out.append(tuple(picked))
+                if len(picked) == len(wanted):
+                    out.append(tuple(picked))
         if bag:
             out += [tuple(self.rng.choice(bag) for _ in range(arity)) for _ in range(PROBES)]
         return out
