@@ -89,7 +89,10 @@ def test_preflight_of_tiny_runs_real_steps_and_projects_the_recipe(run_module, t
         assert s["synthetic_advantages"] is False  # these batches carry a signal: left alone
         # the prefix tree computes a group's shared prompts once: fewer tokens than prompts + replies
         assert s["loss_tokens"] < s["update_tokens"] < s["prompt_tokens"] + s["generated_tokens"]
-        assert 0 < s["rollout_s"] + s["update_s"] <= s["wall_s"] and s["sync_logprob_gap"] < 0.05
+        assert 0 < s["rollout_s"] + s["update_s"] <= s["wall_s"]
+    # v1's weights check is deferred by the pipeline: it runs while step 2's rollout plays, in step 2's row
+    gaps = [s["sync_logprob_gap"] for s in report["steps"]]
+    assert gaps[0] is None and gaps[1] < 0.05
     learner = report["pieces"]["learner"]
     assert learner["attention"].startswith("prefix tree: sdpa") and learner["peak_rss_gb"] > 0
     assert report["pieces"]["engine:actor"]["kv_cache"] is None  # the HF engine's cache is per call

@@ -202,7 +202,7 @@ def run_config(cfg: TrainConfig, out_dir: Path) -> tuple[TrainConfig, Optional[R
 
 def newest_checkpoint(root: Path) -> str:
     """Where a stopped run goes on from: its newest intact checkpoint, or from step 0."""
-    ckpt, _ = checkpoint.newest_intact(root)
+    ckpt, _ = run_dir.newest_intact(root)
     if ckpt is None:
         return f"no checkpoint in {root} yet: resume=true starts the run again from step 0"
     return f"checkpoint of step {int(ckpt.name.removeprefix('step_'))} in {root}"
