@@ -11,7 +11,7 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -94,6 +94,16 @@ def signal_metrics(batch: RolloutBatch, advantages: list[list[float]], step: int
     for warning in acc.warnings:
         log.warning("step %d: %s", step, warning)
     return acc.metrics
+
+
+def step_metrics(batch: RolloutBatch, advantages: list[list[float]], update: Mapping[str, object], step: int,
+                 stop_threshold: float) -> dict[str, object]:
+    """A training step's row from its batch and update: `rollout_metrics`, `signal_metrics`, the update's
+    numbers (`update/*`) and the rollout's own rate (`rollout/tokens_per_s`, over the seconds it played)."""
+    m: dict[str, object] = {**rollout_metrics(batch, stop_threshold), **signal_metrics(batch, advantages, step)}
+    m.update({f"update/{k}": v for k, v in update.items() if isinstance(v, (int, float, bool))})
+    m["rollout/tokens_per_s"] = batch.generated_tokens / max(batch.timings["played"], 1e-9)
+    return m
 
 
 class MetricsLog:

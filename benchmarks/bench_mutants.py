@@ -20,12 +20,12 @@ import argparse
 import statistics
 import time
 
+from aac.cpu_speed import per_core_gflops, speed_line
 from aac.critic.coverage import CoverageInformativeness
 from aac.critic.judgment import Judgment
 from aac.data.mutants import KillRunner
 from aac.datasets import load_instances
 from aac.env.observation import Observation
-from aac.machine import describe, per_core_gflops
 from aac.sandbox.pool import SandboxPool
 
 
@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="rows with mutants to play (default: all)")
     a = ap.parse_args()
-    print(describe(per_core_gflops(10)))
+    print(speed_line(per_core_gflops(10)))
     eps = episodes(a.limit)
     calls = sum(len(c) for _, _, c in eps)
     alive = sum(len(i.mutants) for i, _, _ in eps) / len(eps)
@@ -99,7 +99,7 @@ def main() -> None:
             per = runs[(name, warm)] / calls if name == "mutants critic" else 1.0
             print(f"| {name} | {warm} | {1000 * s / calls:.2f} | {calls / s:.0f} | "
                   f"{per:.2f}{' + arcs' if name.startswith('scripted') else ''} | {s / base:.1f} |")
-    print(f"\nmedian of {a.rounds} rounds; {describe(per_core_gflops(10))}")
+    print(f"\nmedian of {a.rounds} rounds; {speed_line(per_core_gflops(10))}")
 
 
 if __name__ == "__main__":

@@ -119,9 +119,9 @@ def main() -> None:
     a, overrides = ap.parse_known_args()
     if a.child:
         return child(a.child, overrides)
-    from aac.machine import describe, per_core_gflops
+    from aac.cpu_speed import per_core_gflops, speed_line
 
-    print(describe(per_core_gflops(10)), flush=True)
+    print(speed_line(per_core_gflops(10)), flush=True)
     work = Path(tempfile.mkdtemp(prefix="bench-tail-"))
     before = _tree(a.before, work / "before")
     base = [f"+recipe={a.recipe}", f"max_steps={a.steps}", *overrides]

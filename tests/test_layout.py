@@ -65,13 +65,13 @@ def test_each_result_is_current_not_a_history():
 
 def test_few_functions_are_longer_than_a_screen():
     """Functions of more than LONG lines, counted on the source: 7 when first counted (issue 51), 4 after the
-    vLLM engine's start, SkyRL's config translation and the sandbox worker's call were split. The ones left:
-    `rollout/driver.py:play` and the data builders' loops (`data/library.py:run`, `data/stateful.py:build_class`,
-    `data/pau.py:_run`). Lower the bound as they are split; never raise it."""
+    vLLM engine's start, SkyRL's config translation and the sandbox worker's call were split, 3 after the episode
+    driver's `play` was. The ones left: the data builders' loops (`data/library.py:run`,
+    `data/stateful.py:build_class`, `data/pau.py:build`). Lower the bound as they are split; never raise it."""
     found = [f"{path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
              for path, tree in _trees().items() for node in ast.walk(tree)
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > LONG]
-    assert len(found) <= 4, found
+    assert len(found) <= 3, found
 
 
 def _mentions_any(annotation: ast.expr) -> bool:

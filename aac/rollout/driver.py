@@ -213,71 +213,95 @@ class EpisodeDriver:
         queue = deque(specs)
         order = {id(s): i for i, s in enumerate(queue)}
         slots = self.max_live or len(queue)
-        pending: dict[Any, _Live] = {}  # ticket -> the episode whose turn it is
-        stepping: list[_Stepping] = []  # replies being stepped (input turns: calls running), oldest first
         done: list[PlayedEpisode] = []
-        stats = DriverStats()
-
-        def send(lives: list[_Live]) -> None:
-            t0 = time.perf_counter()
-            # an episode is known by its key within this call's seed: its turns stay on one engine replica
-            requests = [GenRequest(self.prompt_for(lv.spec.instance, lv.episode.prompt()), self._sampling(lv), self.adapter,
-                                   episode=(self.seed, lv.spec.key)) for lv in lives]
-            pending.update(zip(self.engine.submit(requests), lives))
-            stats.generation_s += time.perf_counter() - t0
-
-        def admit(live: int) -> list[_Live]:
-            """New episodes for the slots that `live` episodes leave free."""
-            new = []
-            while queue and live + len(new) < slots:
-                spec = queue.popleft()
-                new.append(_Live(spec, Episode(spec.instance, self.protocol, self.caller), time.perf_counter()))
-            return new
-
         with ThreadPoolExecutor(max(slots, 1), thread_name_prefix="aac-episode-call") as calls:
-            send(admit(0))
-            while pending or stepping:
-                if pending:
-                    in_flight = len(pending)
-                    t0 = time.perf_counter()
-                    got = self.engine.collect(list(pending))
-                    stats.generation_s += time.perf_counter() - t0
-                    stats.engine_calls += 1
-                    stats.requests += len(got)
-                    stats.idle_slots += slots - in_flight
-                    stats.per_call.append(in_flight)
-                    round_ = [self._start_step(pending.pop(ticket), res, calls) for ticket, res in got]
-                    stats.generated_tokens += sum(len(res.token_ids) for _, res in got)
-                    stepping += round_
-                    wait([s.step for s in round_], timeout=self.call_wait_s)
-                else:  # every live episode waits for its call
-                    wait([s.step for s in stepping], return_when=FIRST_COMPLETED)
-                finished, going_on, still = [], [], []
-                for s in stepping:
-                    if not s.step.done():
-                        still.append(s)
-                        continue
-                    lv = s.live
-                    lv.turns.append(PlayedTurn(s.step.result(), s.reply, s.hypothesis, s.observations))
-                    if lv.episode.done:
-                        finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
-                    else:
-                        going_on.append(lv)
-                stepping = still
-                send(going_on + admit(len(pending) + len(going_on) + len(stepping)))
+            playing = _Playing(self, queue, slots, calls)
+            playing.submit(playing.admit([]))
+            while playing.live:
+                playing.collect()
+                finished, going_on = playing.take_stepped()
+                playing.submit(playing.admit(going_on))
                 if finished:
                     done += finished
                     if on_done is not None:
                         on_done(finished)
         done.sort(key=lambda p: order[id(p.spec)])
-        return done, stats
+        return done, playing.stats
 
-    @staticmethod
-    def _start_step(lv: _Live, reply: GenResult, calls: ThreadPoolExecutor) -> _Stepping:
+
+class _Playing:
+    """The state of one call of `EpisodeDriver.play`, changed only by its rounds' steps: `collect` the
+    replies the engine has done (each starts stepping into its episode), `take_stepped` the steps that
+    ended, `admit` queued episodes to the slots left free, `submit` the next turns."""
+
+    def __init__(self, driver: EpisodeDriver, queue: deque[EpisodeSpec], slots: int, calls: ThreadPoolExecutor):
+        self.driver, self.queue, self.slots, self.calls = driver, queue, slots, calls
+        self.pending: dict[Any, _Live] = {}  # ticket -> the episode whose turn it is
+        self.stepping: list[_Stepping] = []  # replies being stepped (input turns: calls running), oldest first
+        self.stats = DriverStats()
+
+    @property
+    def live(self) -> bool:
+        """Whether an episode is still at the engine or being stepped."""
+        return bool(self.pending or self.stepping)
+
+    def admit(self, going_on: list[_Live]) -> list[_Live]:
+        """`going_on` and new episodes for the slots that the live ones leave free."""
+        live, new = len(self.pending) + len(going_on) + len(self.stepping), []
+        while self.queue and live + len(new) < self.slots:
+            spec = self.queue.popleft()
+            new.append(_Live(spec, Episode(spec.instance, self.driver.protocol, self.driver.caller), time.perf_counter()))
+        return going_on + new
+
+    def submit(self, lives: list[_Live]) -> None:
+        """Send the next turn of each of `lives` to the engine."""
+        d, t0 = self.driver, time.perf_counter()
+        # an episode is known by its key within this call's seed: its turns stay on one engine replica
+        requests = [GenRequest(d.prompt_for(lv.spec.instance, lv.episode.prompt()), d._sampling(lv), d.adapter,
+                               episode=(d.seed, lv.spec.key)) for lv in lives]
+        self.pending.update(zip(d.engine.submit(requests), lives))
+        self.stats.generation_s += time.perf_counter() - t0
+
+    def collect(self) -> None:
+        """Collect the replies the engine has done and start stepping each into its episode, then wait up to
+        `call_wait_s` for their calls; with no turn at the engine, wait until the first call ends."""
+        if not self.pending:  # every live episode waits for its call
+            wait([s.step for s in self.stepping], return_when=FIRST_COMPLETED)
+            return
+        in_flight, stats = len(self.pending), self.stats
+        t0 = time.perf_counter()
+        got = self.driver.engine.collect(list(self.pending))
+        stats.generation_s += time.perf_counter() - t0
+        stats.engine_calls += 1
+        stats.requests += len(got)
+        stats.idle_slots += self.slots - in_flight
+        stats.per_call.append(in_flight)
+        started = [self._start_step(self.pending.pop(ticket), res) for ticket, res in got]
+        stats.generated_tokens += sum(len(res.token_ids) for _, res in got)
+        self.stepping += started
+        wait([s.step for s in started], timeout=self.driver.call_wait_s)
+
+    def _start_step(self, lv: _Live, reply: GenResult) -> _Stepping:
         """Step `lv`'s episode with `reply`: an input turn (a sandbox call) in a thread, the others here."""
         stepping = _Stepping(lv, reply, lv.episode.hypothesis, lv.episode.observations, Future())
         if lv.episode.phase is Phase.INPUT:
-            stepping.step = calls.submit(lv.episode.step, reply.text)
+            stepping.step = self.calls.submit(lv.episode.step, reply.text)
         else:
             stepping.step.set_result(lv.episode.step(reply.text))
         return stepping
+
+    def take_stepped(self) -> tuple[list[PlayedEpisode], list[_Live]]:
+        """Add each ended step's turn to its episode, oldest first: the episodes that finished, and those going on."""
+        finished, going_on, still = [], [], []
+        for s in self.stepping:
+            if not s.step.done():
+                still.append(s)
+                continue
+            lv = s.live
+            lv.turns.append(PlayedTurn(s.step.result(), s.reply, s.hypothesis, s.observations))
+            if lv.episode.done:
+                finished.append(PlayedEpisode(lv.spec, lv.episode, lv.turns, time.perf_counter() - lv.started))
+            else:
+                going_on.append(lv)
+        self.stepping = still
+        return finished, going_on

@@ -33,38 +33,69 @@ class Ahead:
     batch: RolloutBatch
 
 
-class RolloutAhead:
-    """`take(step)`: the batch collected ahead for `step`, if any; `launch(step, served, send)` sends
-    that step's rollout now; `collect()` waits for it (a retry sends it again)."""
+@dataclass
+class _Sent:
+    """A rollout sent ahead: `send` sends it (again after a failed try: the same step, the same seeds);
+    `launched` is the try in flight (None: none is, `collect` sends it again)."""
 
-    def __init__(self, max_off_policy_steps: int):
-        self.k = max_off_policy_steps
-        self.ready: Optional[Ahead] = None
-        self._sent: Optional[tuple[int, int, Callable[[], LaunchedStep], Optional[LaunchedStep]]] = None
+    step: int
+    served: int
+    send: Callable[[], LaunchedStep]
+    launched: Optional[LaunchedStep]
+
+
+class RolloutAhead:
+    """The next step's rollout, played while this step updates (`max_off_policy_steps` 1; with 0 it never is).
+    Its state changes only here: `launch(step, served, send)` sends that step's rollout now; `drop()` forgets
+    the try in flight; `collect()` waits for it (a retry sends it again) and keeps it as `collected`;
+    `take(step)` hands it to its step. A resumed run starts from its checkpoint's `collected`."""
+
+    def __init__(self, max_off_policy_steps: int, total_steps: int, collected: Optional[Ahead] = None):
+        self._on = max_off_policy_steps > 0
+        self._total_steps = total_steps
+        self._collected = collected
+        self._sent: Optional[_Sent] = None
+
+    @property
+    def on(self) -> bool:
+        """Whether rollouts are played a step ahead."""
+        return self._on
+
+    def plays_ahead(self, step: int) -> bool:
+        """Whether `step`'s rollout plays during the previous step's update: the pipeline is on and the run has it."""
+        return self._on and step < self._total_steps
+
+    @property
+    def collected(self) -> Optional[Ahead]:
+        """The batch collected ahead and not yet taken: what a checkpoint saves."""
+        return self._collected
 
     def take(self, step: int) -> Optional[Ahead]:
-        ahead, self.ready = self.ready, None
+        """The batch collected ahead for `step` (None: none was, or it was another step's); forgotten either way."""
+        ahead, self._collected = self._collected, None
         return ahead if ahead is not None and ahead.step == step else None
 
     def launch(self, step: int, served: int, send: Callable[[], LaunchedStep]) -> None:
-        self._sent = (step, served, send, send())
+        """Send `step`'s rollout now, played by the adapter version `served`."""
+        self._sent = _Sent(step, served, send, send())
 
     def drop(self) -> None:
         """Forget the rollout in flight (a piece it ran on was rebuilt in another phase): `collect` sends it again."""
         if self._sent is not None:
-            self._sent = (*self._sent[:3], None)
+            self._sent.launched = None
 
     def collect(self) -> Optional[Ahead]:
-        """Wait for the launched rollout (None when none was launched); kept as `ready`."""
-        if self._sent is None:
+        """Wait for the launched rollout (None when none was launched); kept as `collected`."""
+        sent = self._sent
+        if sent is None:
             return None
-        step, served, send, launched = self._sent
-        if launched is None:  # an earlier try failed: the same step again, same seeds
-            launched = send()
-        self._sent = (step, served, send, None)
-        self.ready = Ahead(step, served, launched.result())
+        launched = sent.launched
+        if launched is None:  # an earlier try failed or was dropped: the same step again, same seeds
+            launched = sent.send()
+        sent.launched = None  # should this try fail too, a retry's collect sends the step again
+        self._collected = Ahead(sent.step, sent.served, launched.result())
         self._sent = None
-        return self.ready
+        return self._collected
 
 
 def lag_metrics(lag: int, update: dict[str, Any]) -> dict[str, float]:

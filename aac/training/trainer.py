@@ -22,7 +22,7 @@ from aac.config import TrainConfig
 from aac.env.instance import Instance
 from aac.env.protocol import ProtocolConfig
 from aac.learner.batching import Sample
-from aac.metrics import MetricsLog, rollout_metrics, signal_metrics, timed
+from aac.metrics import MetricsLog, step_metrics, timed
 from aac.progress import bar
 from aac.rollout.driver import SamplingSpec
 from aac.rollout.fanout import LaunchedStep, launch_step
@@ -90,8 +90,8 @@ class Trainer:
         self.supervised = Supervisor(self.pieces, cfg.max_actor_restarts, self._restore, cfg.watchdog)
         self.held_out = HeldOutEval(cfg, self.pieces)
         self.ckpt_root, self.states = out_dir / "checkpoints", LearnerStates(out_dir / "learner")
-        self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps)
-        self.step, self.version, self.ahead.ready = resume(cfg, point, self.learner, out_dir / "metrics.jsonl")
+        self.step, self.version, ahead = resume(cfg, point, self.learner, out_dir / "metrics.jsonl")
+        self.ahead = RolloutAhead(cfg.rollout.max_off_policy_steps, self.total_steps, collected=ahead)
         # what a rebuilt piece restores: this version's learner state (and the updates after it) and adapter
         # (version 0: the fresh LoRA, B = 0, or learner.init_adapter)
         self.supervised("start", lambda: (self.states.commit(self.learner, self.version),
@@ -153,28 +153,24 @@ class Trainer:
             adv = self.advantages(batch)
             samples, probe = self.samples(batch, adv), probe_of(batch, self.cfg.sync_probe_tokens)
         before = self.supervised("probe", lambda: self.adapter_sync.probe_before(probe, self.version + 1))
-        if self.ahead.k and nxt < self.total_steps:  # step t+1's rollout runs while step t updates
+        if self.ahead.plays_ahead(nxt):  # step t+1's rollout runs while step t updates
             self.ahead.launch(nxt, self.version, lambda: self.launch(self.groups(nxt), step=nxt))
         self.supervised("sync check", self.adapter_sync.check_pending)  # the last sync's, deferred
         self.episode_log.write(nxt, batch, adv)  # while the next rollout plays
         with timed(m, "time/update_s"):
             upd = self.supervised("update", lambda: self.states.update(self.learner, samples))
-        if self.ahead.k:  # the adapter is written while the rollout sent ahead plays
+        if self.ahead.on:  # the adapter is written while the rollout sent ahead plays
             self.supervised("adapter sync", lambda: self.adapter_sync.save(self.version + 1))
         with timed(m, "time/rollout_ahead_wait_s"):
             self.supervised("rollout", self.ahead.collect)
         m.update(lag_metrics(self.version - served, upd))
         self.version += 1
-        defer = bool(self.ahead.k) and nxt < self.total_steps  # checked while the next step's rollout plays
+        defer = self.ahead.plays_ahead(nxt)  # checked while the next step's rollout plays
         m.update(self.supervised("adapter sync", lambda: self.adapter_sync.sync(self.version, probe, before, defer=defer)))
         m["faults/actor_restarts"], m["faults/retried_phases"] = self.supervised.restarts, self.supervised.retries - retries
         with timed(m, "time/metrics_s"):
-            m.update(rollout_metrics(batch, self.cfg.rewards.stop_threshold))
-            m.update(signal_metrics(batch, adv, self.step + 1))
-        m.update({f"update/{k}": v for k, v in upd.items() if isinstance(v, (int, float, bool))})
-        m["rollout/ahead"] = float(ahead is not None)
-        m["rollout/tokens_per_s"] = batch.generated_tokens / max(batch.timings["played"], 1e-9)
-        m["adapter_version"] = self.version
+            m.update(step_metrics(batch, adv, upd, self.step + 1, self.cfg.rewards.stop_threshold))
+        m["rollout/ahead"], m["adapter_version"] = float(ahead is not None), self.version
         m["uids"] = [self.instances[i].uid for i in idx]  # what step t trained on
         return m
 
@@ -189,7 +185,7 @@ class Trainer:
             self.supervised("checkpoint", lambda: self.states.commit(self.learner, self.version))
         state = {"step": self.step, "version": self.version, "config_hash": checkpoint.config_hash(self.cfg)}
         path = checkpoint.save(self.ckpt_root, self.step, adapter=self.adapter_sync.path(self.version),
-                               learner_state=self.states.path(self.version), trainer_state=state, ahead=self.ahead.ready,
+                               learner_state=self.states.path(self.version), trainer_state=state, ahead=self.ahead.collected,
                                keep=self.cfg.keep_checkpoints)
         log.info("checkpoint %s", path)
 
