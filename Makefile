@@ -15,6 +15,8 @@ export AAC_HOME ?= $(HOME)/.cache/aac
 export WANDB_MODE ?= offline
 export TOKENIZERS_PARALLELISM ?= false
 export OMP_WAIT_POLICY ?= PASSIVE
+# pytest-xdist workers for `make test` (tests/conftest.py: a file's tests stay together, the engines' files too)
+TEST_WORKERS ?= 2
 
 # SkyRL's trainer lives in its own environment (pyproject's `skyrl` extra, constraints-skyrl.txt)
 SKYRL_VENV := .venv-skyrl
@@ -81,7 +83,7 @@ browser:
 test: prepare browser
 	{ $(MAKE) -s install-skyrl && $(SKYRL_VENV)/bin/python -m pytest $(SKYRL_TESTS); echo $$? > .skyrl.rc; } \
 	  > .skyrl.log 2>&1 & \
-	$(PY) -m pytest --durations=15; rc=$$?; wait; \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15; rc=$$?; wait; \
 	echo "== SkyRL's environment and tests (.skyrl.log)"; \
 	if [ "$$(cat .skyrl.rc)" = 0 ]; then tail -n 3 .skyrl.log; else cat .skyrl.log; fi; \
 	[ $$rc = 0 ] && [ "$$(cat .skyrl.rc)" = 0 ]

@@ -54,6 +54,37 @@ _last_user: dict[str, str] = {}  # fixture -> node id of the last selected test 
 _closers: dict[str, Callable[[], None]] = {}  # fixture -> its close() (idempotent: teardown calls it again)
 
 
+_ENGINES = (*_EARLY_CLOSE, "vllm_serve_process")
+# files that set up torch.distributed in the test process (an in-process DeepSpeed learner, a gloo group): vLLM's
+# in-process engine keeps the group it met, so they run beside the engines' files, in a serial run's order
+_DISTRIBUTED = ("test_learner.py", "test_learner_collective.py", "test_merged_engine.py")
+
+
+def _engine_files() -> set[str]:
+    """The test files that use a shared engine or touch torch.distributed in the test process."""
+    here = Path(__file__).parent
+    return {f"tests/{p.name}" for p in here.glob("test_*.py")
+            if p.name in _DISTRIBUTED or any(name in p.read_text() for name in _ENGINES)}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs two pytest-xdist workers, `--dist loadfile`: a file's tests stay in one worker, sharing its
+    module fixtures (a Ray session, a reference run). One change: every file of `_engine_files` goes to one worker,
+    which alone starts the engines (pytest 9 keeps xdist's own `loadgroup` from grouping across files)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    together = _engine_files()
+
+    class EnginesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "engines" if path in together else path
+
+    return EnginesTogether(config, log)
+
+
 def pytest_collection_finish(session):
     for item in session.items:
         for name in _EARLY_CLOSE:
@@ -175,6 +206,8 @@ def vllm_serve_process(smollm2_path, tmp_path_factory):
 def _start_vllm_serve_early(request):
     """Start `vllm serve` with the session when a selected test needs it: its minute of start-up
     (its own processes) then overlaps the tests before it, which mostly keep one core of two busy."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # which worker runs them is not known yet; the other worker's
+        return  # tests overlap the start anyway
     if any("vllm_server" in getattr(item, "fixturenames", ()) for item in request.session.items):
         request.getfixturevalue("vllm_serve_process")
 

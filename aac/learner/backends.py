@@ -86,8 +86,9 @@ def _init_process_group(backend: str) -> None:
     import deepspeed
     import torch.distributed as dist
 
-    if not dist.is_initialized():
-        for key, value in (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+    os.environ.setdefault("LOCAL_RANK", "0")  # DeepSpeed asks for it, also of a group another library set up
+    if not dist.is_initialized():  # (an in-process vLLM engine's)
+        for key, value in (("MASTER_ADDR", "127.0.0.1"), ("RANK", "0"), ("WORLD_SIZE", "1")):
             os.environ.setdefault(key, value)
         if os.environ["WORLD_SIZE"] == "1":  # no one else joins: a port free now, never one inherited from
             os.environ["MASTER_PORT"] = str(free_port())  # another group (a Ray worker gets its driver's env)
