@@ -1,7 +1,7 @@
 """The bring-your-own yardstick (issue 49): how much of a package `module:` builds into rows.
 
     python benchmarks/byo_yardstick.py                      # the default sources, this checkout
-    python benchmarks/byo_yardstick.py --base REV --out benchmarks/results_lib.md   # REV beside it, one run
+    python benchmarks/byo_yardstick.py --base REV --out yardstick.md   # REV beside it, one run
     python benchmarks/byo_yardstick.py --sources json bisect --json out.json
 
 A source's callables are its public top-level functions and classes (names not starting with `_`,
@@ -96,7 +96,7 @@ def _detailed(name: str, reason: str) -> str:
 
 
 def excluded(row: dict) -> bool:
-    return not row["kept"] and row["reason"].startswith(SANDBOX_REASONS)
+    return not row["kept"] and row["reason"].removeprefix("class: ").startswith(SANDBOX_REASONS)
 
 
 def table(results: dict) -> list[str]:

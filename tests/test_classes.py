@@ -6,6 +6,7 @@ on small packages written here for the cases around it."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
@@ -209,6 +210,17 @@ QUIRKS = {
 
         class Failure(Exception):
             """Something failed."""
+
+
+        class OverLimit(Exception):
+            """A total over its limit."""
+
+            def __init__(self, total, limit):
+                super().__init__(total, limit)
+                self.total, self.limit = total, limit
+
+            def __str__(self):
+                return f"{self.total} is {self.total - self.limit} over the limit"
         ''',
 }
 
@@ -226,12 +238,20 @@ def quirks(tmp_path_factory):
 
 def test_classes_that_cannot_be_played_are_dropped_with_their_reason(quirks):
     instances, summary = quirks
-    assert {i.uid for i in instances} == {"quirks.books.Shelf", "quirks.books.LabelledShelf", "quirks.books.Coupon"}
+    assert {i.uid for i in instances} == {"quirks.books.Shelf", "quirks.books.LabelledShelf", "quirks.books.Coupon",
+                                          "quirks.odd.OverLimit"}
     dropped = dict(summary.dropped)
     assert dropped.pop("class: no constructor call runs") == 1  # Session needs a connection object
-    assert dropped.pop("class: no public methods") == 1  # the exception
+    assert dropped.pop("class: no public methods") == 1  # Failure: nothing to call, no constructor arguments
     (reason,) = dropped  # Ticket draws a random code: its sequences do not replay
     assert reason.startswith("class: nondeterministic") and "not reproduced on a second run" in reason
+
+
+def test_a_class_with_no_methods_but_constructor_arguments_is_explored_by_its_text(quirks):
+    over = _rows(quirks[0], "quirks.odd.OverLimit")
+    assert interface(over.header) == {"new": 2, "m0": 0} and "m0(): The object as text." in over.description
+    texts = {r for _, rs in over.train_examples + over.test_examples for r in rs if isinstance(r, str)}
+    assert any(re.fullmatch(r"-?\d+ is -?\d+ over the limit", t) for t in texts), texts
 
 
 def test_a_method_that_reaches_files_leaves_the_interface_and_the_class_stays(quirks):

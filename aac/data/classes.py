@@ -6,6 +6,8 @@ Per class (its module code as aac/data/modules.py bundles it, original names):
   properties (read as a method without arguments); a method's parameters are its positional ones and
   its keyword-only ones without a default (passed by keyword); `*args` and `**kwargs` stay empty. The
   constructor is its `__init__`, else the nearest package base's, else a dataclass's fields, else none.
+  A class with no public methods whose constructor takes arguments (an exception that formats its
+  message, a record) gets one method, its text (`str(obj)`).
   Methods that reach files, processes or the network (what aac.data.anonymize rejects: `open`, `os`,
   ...), async ones and those calling them on `self` are taken out of the class first: a `save(path)`
   beside pure methods costs the class that method, not the row.
@@ -80,7 +82,7 @@ MAX_PREFIXES = 3  # states a method is tried in besides a fresh object: seed seq
 FRESH_OBJECTS = 3  # constructor calls whose fresh objects every method is tried on
 # a class without hand-written seeds gets more sequences than a built-in one (3 rounds of 24): mean branch
 # coverage of the kept shop classes (tests/data/pkgs, 3 seeds) 89% -> 93%, string's 37% -> 51%, calendar's
-# 36% -> 41%, for ~0.2-1.7 s more a class (benchmarks/class_rows.py, benchmarks/results_classes.md)
+# 36% -> 41%, for ~0.2-1.7 s more a class (benchmarks/class_rows.py; RESULTS.md, "A package's classes as stateful rows")
 SEARCH_ROUNDS = 5
 SEARCH_BUDGET = 32
 MAX_BATCH_CHARS = 8000  # one sandbox call's input (the sandbox takes 10000)
@@ -114,6 +116,10 @@ class Member:
         """The arguments the wrapper hands on: `arg0, arg1, key=arg2`."""
         n = len(self.params)
         return ", ".join(f"arg{k}" if k < n - self.keywords else f"{self.params[k]}=arg{k}" for k in range(n))
+
+
+# the one member of a class with no public methods whose constructor takes arguments: what str() makes of it
+TEXT_FORM = Member("__str__", (), doc="The object as text.")
 
 
 # ---------------------------------------------------------------- the interface
@@ -214,6 +220,8 @@ def anonymize_module_class(raw: RawClass, seed: int = 0) -> tuple[AnonClass, Mem
     tree.body = _without_unsafe_methods(tree.body, _chain(tree, cls))
     check_safe(tree)
     init, members = members_of(tree, raw.name)
+    if not members and init is not None and init.params:
+        members = [TEXT_FORM]  # an object its constructor defines (an exception, a record): explored by its text
     if not members:
         raise RejectedCode(CLASS_REASONS["methods"])
     taken = {m.name for m in members} | {n.name for n in ast.walk(cls) if isinstance(n, ast.FunctionDef)}

@@ -13,7 +13,7 @@ exception's type (`outcome`). Candidates are tried in a seeded order that deals 
 
 Why `MAX_MUTANTS` = 16: the information a call gives is a share of the survivors, so 16 grade it in steps
 of 1/16 (the stop threshold 0.7 falls between 11 and 12 killed); an episode's call then runs on at most 16
-mutants besides the black box (benchmarks/results_mutants.md: the sandbox cost per call); 16 rows of source
+mutants besides the black box (benchmarks/RESULTS.md, "Mutants critic": the sandbox cost per call); 16 rows of source
 keep a row's privileged side within ~20 KB. Mutants are a function of the row alone (its source and stored
 inputs, the task id seeding the order), so they can be added to rows built before them: the builtin sets
 are upgraded in place (aac/data/builtin.py), their rows otherwise unchanged (a rebuild would re-run the
