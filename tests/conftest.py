@@ -67,22 +67,30 @@ def _engine_files() -> set[str]:
             if p.name in _DISTRIBUTED or any(name in p.read_text() for name in _ENGINES)}
 
 
-def pytest_xdist_make_scheduler(config, log):
+class _Scheduling:
     """`make test` runs two pytest-xdist workers, `--dist loadfile`: a file's tests stay in one worker, sharing its
     module fixtures (a Ray session, a reference run). One change: every file of `_engine_files` goes to one worker,
     which alone starts the engines (pytest 9 keeps xdist's own `loadgroup` from grouping across files)."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
 
-    together = _engine_files()
+    @staticmethod
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
 
-    class EnginesTogether(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "engines" if path in together else path
+        together = _engine_files()
 
-    return EnginesTogether(config, log)
+        class EnginesTogether(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                path = nodeid.split("::", 1)[0]
+                return "engines" if path in together else path
+
+        return EnginesTogether(config, log)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):  # its hook is known only with it (SkyRL's venv runs without)
+        config.pluginmanager.register(_Scheduling(), "aac-scheduling")
 
 
 def pytest_collection_finish(session):
