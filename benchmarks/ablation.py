@@ -21,6 +21,7 @@ sweep cut short leaves whole seeds; a finished run is not redone.
 
     nice -n 10 python benchmarks/ablation.py run --steps 32 --seeds 0,1,2 --arms aac,final
     python benchmarks/ablation.py table          # benchmarks/ablation/table.md and ablation.png
+    python benchmarks/ablation.py rescore --work runs/ablation   # a metric added later, from the kept plays
 """
 
 from __future__ import annotations
@@ -77,29 +78,33 @@ def _play(run: Path, tuned: bool, repeat: int, out: Path) -> None:
 
 
 def heldout_rows(play_dir: Path, repeat: int, run: Path) -> list[dict]:
-    """Each held-out episode of one play of `run`'s protocol: its behaviour (bench_demo_heldout.py's row) and its
-    queries."""
+    """Each held-out episode of one play of `run`'s protocol: its behaviour (bench_demo_heldout.py's row), its
+    call inputs and the share of its row's mutants they killed (None for a row without mutants)."""
     from bench_demo_heldout import episode_row
     from omegaconf import OmegaConf
 
     from aac.critic.coverage import CoverageInformativeness
+    from aac.data.mutants import KillRunner
     from aac.datasets import load_instances
     from aac.env.protocol import sandbox_caller
     from aac.eval.informative import count_informative
+    from aac.eval.query_efficiency import query_efficiency, record_queries
 
     data = OmegaConf.load(run / "config.yaml").env.data  # the eval's default data: the run's test split
     instances = {i.uid: i for i in load_instances(data, split="test")}
-    coverage = CoverageInformativeness(sandbox_caller(None))
+    coverage, runner = CoverageInformativeness(sandbox_caller(None)), KillRunner(sandbox_caller(None), timeout_s=2.0)
     rows = []
     try:
         for line in (play_dir / "episodes.jsonl").read_text().splitlines():
             ep = json.loads(line)
-            n = ep["num_queries"]
-            queries = [o[0] for o in ep["observations"][len(ep["observations"]) - n:]] if n else []
-            rows.append({"uid": ep["uid"], "repeat": repeat, "queries": queries,
-                         **episode_row(ep, count_informative(ep, instances[ep["uid"]], coverage))})
+            inst, inputs = instances[ep["uid"]], record_queries(ep)
+            eff = query_efficiency(inputs, inst, runner)
+            rows.append({"uid": ep["uid"], "repeat": repeat, "inputs": inputs,
+                         **episode_row(ep, count_informative(ep, inst, coverage)),
+                         "mutants_killed": None if eff is None else (eff["killed"] or [0.0])[-1]})
     finally:
         coverage.close()
+        runner.close()
     return rows
 
 
@@ -166,6 +171,23 @@ def main_run(args: argparse.Namespace) -> None:
         logging.info("ablation: wrote %s", run_arm(BASE, 0, 0, args.repeats, args.work, protocol))
 
 
+def main_rescore(args: argparse.Namespace) -> None:
+    """Recompute the held-out rows of the kept results from their plays in --work (a metric added after they ran);
+    the rest of each record (training curve, seconds) stays."""
+    trained = sorted(p.parent for p in args.work.glob("*/config.yaml"))
+    for path in sorted(RESULTS.glob("*_seed*.json")) + sorted(RESULTS.glob(f"{BASE}.json")):
+        rec, run = json.loads(path.read_text()), args.work / path.stem
+        plays = sorted(run.glob("heldout_r*/episodes.jsonl"))
+        if len(plays) != rec["repeats"] or not trained:
+            logging.warning("ablation: %s: %d of %d plays in %s, left as it is", path.name, len(plays), rec["repeats"], run)
+            continue
+        protocol = run if (run / "config.yaml").exists() else trained[0]  # the base plays a trained run's protocol
+        rec["heldout"] = [row for r in range(rec["repeats"]) for row in heldout_rows(run / f"heldout_r{r}", r, protocol)]
+        rec["rescored"] = _commit()
+        path.write_text(json.dumps(rec, indent=0))
+        logging.info("ablation: rescored %s", path.name)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -176,10 +198,14 @@ def main() -> None:
     run.add_argument("--repeats", type=int, default=2, help="sampled plays of the held-out split per policy")
     run.add_argument("--work", type=Path, default=Path("runs/ablation"), help="runs, adapters and episodes")
     sub.add_parser("table", help="table and plot what benchmarks/ablation holds")
+    rescore = sub.add_parser("rescore", help="recompute the kept results' held-out rows from the plays in --work")
+    rescore.add_argument("--work", type=Path, default=Path("runs/ablation"))
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     if args.cmd == "run":
         main_run(args)
+    elif args.cmd == "rescore":
+        main_rescore(args)
     else:
         from ablation_table import main_table
 
