@@ -67,6 +67,12 @@ def _engine_files() -> set[str]:
             if p.name in _DISTRIBUTED or any(name in p.read_text() for name in _ENGINES)}
 
 
+def _scope(nodeid: str, together: set[str]) -> str:
+    """The unit a worker takes whole: the test's file, or "engines" for every file of `_engine_files`."""
+    path = nodeid.split("::", 1)[0]
+    return "engines" if path in together else path
+
+
 class _Scheduling:
     """`make test` runs two pytest-xdist workers, `--dist loadfile`: a file's tests stay in one worker, sharing its
     module fixtures (a Ray session, a reference run). One change: every file of `_engine_files` goes to one worker,
@@ -83,8 +89,7 @@ class _Scheduling:
 
         class EnginesTogether(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
-                path = nodeid.split("::", 1)[0]
-                return "engines" if path in together else path
+                return _scope(nodeid, together)
 
         return EnginesTogether(config, log)
 
@@ -103,11 +108,7 @@ def pytest_collection_modifyitems(config, items):
     together = _engine_files()
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
 
-    def place(item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return rank.get("engines" if path in together else path, len(rank))
-
-    items.sort(key=place)
+    items.sort(key=lambda item: rank.get(_scope(item.nodeid, together), len(rank)))
 
 
 def pytest_configure(config):
