@@ -72,6 +72,24 @@ def test_hf_batch_keeps_order_and_logprobs_match_score(tiny_hf):
     assert tiny_hf.stats.requests >= 4 and tiny_hf.stats.generated_tokens >= 52
 
 
+def test_hf_a_seeded_request_samples_the_same_tokens_whatever_shares_its_batch(tiny_hf):
+    """Each row samples from its own seeded generator, as vLLM's requests do: alone, behind other rows, or
+    with another seed beside it, a request's tokens follow its seed only."""
+    mine = GenRequest(POEM, Sampling(temperature=1.0, max_tokens=12, seed=11))
+    alone = tiny_hf.generate([mine])[0].token_ids
+    mates = [GenRequest(OTHER, Sampling(temperature=1.0, max_tokens=12, seed=s)) for s in (1, 2)]
+    assert tiny_hf.generate([*mates, mine])[-1].token_ids == alone
+    assert tiny_hf.generate([mine, GenRequest(POEM, Sampling(temperature=1.0, max_tokens=12, seed=12))])[0].token_ids \
+        == alone
+    others = {tuple(tiny_hf.generate([GenRequest(POEM, Sampling(temperature=1.0, max_tokens=12, seed=s))])[0].token_ids)
+              for s in range(4)}
+    assert len(others) > 1  # the seed decides: a random model's tokens differ between seeds
+    # top-p that keeps only the likeliest token is greedy decoding
+    narrow = GenRequest(POEM, Sampling(temperature=1.0, top_p=1e-6, max_tokens=12, seed=3))
+    assert tiny_hf.generate([narrow])[0].token_ids == tiny_hf.generate([GenRequest(POEM, Sampling(
+        temperature=0.0, max_tokens=12))])[0].token_ids
+
+
 def token_in(engine) -> list:
     """The same prompts as chat messages and as their tokens (`GenRequest.prompt_ids`, SkyRL's way)."""
     from aac.engines.base import render_chat
@@ -133,8 +151,10 @@ def test_hf_next_token_logprobs_are_one_forward_pass_per_batch(tiny_hf):
 
 def test_hf_stop_string_and_overlong_prompt(tiny_hf):
     free = tiny_hf.generate([GenRequest(POEM, Sampling(max_tokens=24, seed=1))])[0]
-    stop = free.text[len(free.text) // 2:][:2]
-    assert stop.strip(), f"no text to stop on in {free.text!r}"
+    half = len(free.text) // 2  # a stop string: two characters with no space, in the text's second half
+    stop = next((free.text[i:i + 2] for i in range(half, len(free.text) - 1)
+                 if not any(c.isspace() for c in free.text[i:i + 2])), "")
+    assert stop, f"no text to stop on in {free.text!r}"
     cut = tiny_hf.generate([GenRequest(POEM, Sampling(max_tokens=24, seed=1, stop=[stop]))])[0]
     assert stop not in cut.text and free.text.startswith(cut.text) and cut.finish_reason == "stop"
     assert cut.token_ids == free.token_ids[:len(cut.token_ids)] and len(cut.token_ids) < len(free.token_ids)
@@ -181,6 +201,44 @@ def test_cpu_threads_name_the_first_allowed_cores():
 
 
 # ---------------------------------------------------------------- vLLM (slow, one shared engine)
+
+
+STALE_GROUPS = """
+import os, sys
+import torch.distributed as dist
+from vllm.config import VllmConfig, set_current_vllm_config
+from vllm.distributed import parallel_state as ps
+from aac.engines.vllm_engine import _drop_stale_groups
+
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1])
+def start():  # what an in-process engine's worker does on one CPU
+    with set_current_vllm_config(VllmConfig()):
+        ps.init_distributed_environment(1, 0, "env://", 0, "gloo")
+        ps.ensure_model_parallel_initialized(1, 1)
+start()
+dist.destroy_process_group()  # a learner's collective in this process, closed
+if sys.argv[2] == "drop":
+    _drop_stale_groups()
+start()
+print("started", ps.get_pp_group().world_size)
+"""
+
+
+def test_an_in_process_vllm_starts_after_torchs_default_group_was_destroyed(tmp_path):
+    """vLLM's process groups (module globals) outlive torch's default group; destroyed under them, they are
+    dropped before an in-process engine starts, which then makes its own (without: it fails)."""
+    import subprocess
+    import sys
+
+    from aac.learner.backends import free_port
+
+    def run(mode: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", STALE_GROUPS, str(free_port()), mode], capture_output=True,
+                              text=True, timeout=300)
+
+    kept, dropped = run("keep"), run("drop")
+    assert kept.returncode != 0 and "not initialized" in kept.stderr, kept.stderr[-2000:]
+    assert dropped.returncode == 0 and "started 1" in dropped.stdout, dropped.stderr[-2000:]
 
 
 @pytest.mark.slow

@@ -24,12 +24,12 @@ from aac.training import SyncError, Trainer
 
 STEPS = 4
 # a cheap deterministic run under Ray: the tiny model on the HF engine (seeded per turn), the torch learner
-# (rewards a random model can earn: by length alone, so every update moves the adapter). One episode in flight
-# per worker: the HF engine seeds a batch from all its requests, and which episodes share a batch would
-# otherwise follow how fast their sandbox calls came back (a loaded machine changed the tokens)
+# (rewards a random model can earn: by length alone, so every update moves the adapter). Which episodes share an
+# engine batch follows how fast their sandbox calls came back; each row samples from its own seed, so it does not
+# matter
 RAY_RUN = ("+recipe=tiny", "rollout.placement=ray", "rollout.num_workers=2", "rollout.group_size=2",
            "env.max_steps=3", f"max_steps={STEPS}", "save_every=100", "learner.lr=5e-2", "rollout.cpu_threads=1",
-           "rollout.max_live_episodes=1", *LEARNABLE)
+           *LEARNABLE)
 
 
 @pytest.fixture(scope="module")

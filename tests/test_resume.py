@@ -28,10 +28,7 @@ def _same(rows: list[dict]) -> list[dict]:
     return [{k: r[k] for k in KEYS} for r in rows]
 
 
-# one episode in flight: the runs compare exactly, and the HF engine seeds a batch from all its requests (which
-# episodes share one would follow how fast their sandbox calls came back)
-RUN = ("save_every=1", "env.max_steps=6", "rollout.group_size=2", "learner.lr=5e-2", "rollout.max_live_episodes=1",
-       *LEARNABLE)
+RUN = ("save_every=1", "env.max_steps=6", "rollout.group_size=2", "learner.lr=5e-2", *LEARNABLE)
 
 
 def _cfg(out: Path, *extra: str):

@@ -4,10 +4,11 @@ Requests are grouped by (adapter, sampling other than the seed) and run in left-
 Adapters are peft adapters on the one base model (`disable_adapter()` for the base), hot-loaded under
 `name_vN` and the old version deleted.
 
-Seeds: `generate` cannot seed rows apart, so a batch that carries seeds is seeded once from all of
-them, inside `torch.random.fork_rng` (the process's global RNG, which the learner may share, is left
-alone). The same requests in the same order give the same tokens; a request's tokens may change with
-its batch-mates (vLLM, by contrast, seeds each request on its own).
+Seeds: `generate` samples a batch from one RNG, so `_RowSampler` samples instead: each row from a
+generator of its own (its request's seed; an unseeded row's drawn from the process's RNG), after the
+temperature and top-p, and leaves `generate` (greedy) that one token. A request's tokens follow its seed
+whatever shares its batch, as vLLM's per-request seeds; the process's RNG, which the learner may share, is
+left alone by seeded requests.
 """
 
 from __future__ import annotations
@@ -36,14 +37,30 @@ from aac.engines.base import (
 from aac.engines.constrained import Grammar, GrammarLogitsProcessor, MatcherCache
 
 
-def _batch_seed(seeds: list[Optional[int]]) -> Optional[int]:
-    """One seed from a batch's request seeds (None when none has one); stable across processes."""
-    if all(s is None for s in seeds):
-        return None
-    mixed = 0
-    for s in seeds:
-        mixed = (mixed * 1_000_003 + (s if s is not None else -1)) % 2**61
-    return mixed
+class _RowSampler:
+    """A logits processor that samples every row from its own generator (temperature, then top-p, as vLLM
+    does) and leaves only the sampled token: greedy decoding then takes it. Last in the list, after any
+    grammar's mask."""
+
+    def __init__(self, seeds: list[Optional[int]], temperature: float, top_p: float) -> None:
+        import torch
+
+        self.generators = [torch.Generator().manual_seed(
+            s if s is not None else int(torch.randint(2**62, ()))) for s in seeds]
+        self.temperature, self.top_p = temperature, top_p
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        probs = (scores.float() / self.temperature).softmax(-1).cpu()
+        if self.top_p < 1.0:  # the smallest set of most likely tokens whose mass reaches top_p
+            sorted_p, order = probs.sort(-1, descending=True)
+            drop = sorted_p.cumsum(-1) - sorted_p >= self.top_p
+            probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+        picks = torch.cat([torch.multinomial(p, 1, generator=g) for p, g in zip(probs, self.generators)])
+        only = torch.full_like(scores, float("-inf"))
+        only[torch.arange(len(picks)), picks.to(scores.device)] = 0.0
+        return only
 
 
 class HFEngine(Engine):
@@ -134,9 +151,9 @@ class HFEngine(Engine):
             for (adapter, _), idx in groups.items():
                 for start in range(0, len(idx), self.batch_size):
                     chunk = idx[start:start + self.batch_size]
-                    seed = _batch_seed([requests[i].sampling.seed for i in chunk])
                     outs = self._generate_batch([prompts[i] for i in chunk], requests[chunk[0]].sampling, adapter,
-                                                seed, [requests[i].sampling.grammar for i in chunk])
+                                                [requests[i].sampling.seed for i in chunk],
+                                                [requests[i].sampling.grammar for i in chunk])
                     for i, out in zip(chunk, outs):
                         results[i] = out
         done = [r for r in results if r is not None]
@@ -144,7 +161,7 @@ class HFEngine(Engine):
         return done
 
     def _generate_batch(self, prompts: list[list[int]], s: Sampling, adapter: Optional[str],
-                        seed: Optional[int], grammars: list[Optional[Grammar]]) -> list[GenResult]:
+                        seeds: list[Optional[int]], grammars: list[Optional[Grammar]]) -> list[GenResult]:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -152,10 +169,9 @@ class HFEngine(Engine):
         input_ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         budget = min(s.max_tokens, self.max_model_len - width)
-        # a fresh config: the model's own defaults (top_k, repetition penalty, ...) must not leak in
-        config = GenerationConfig(max_new_tokens=budget, do_sample=s.temperature > 0,
-                                  temperature=s.temperature if s.temperature > 0 else None,
-                                  top_p=s.top_p if s.temperature > 0 else None, top_k=None,
+        # a fresh config: the model's own defaults (top_k, repetition penalty, ...) must not leak in; greedy,
+        # as sampling is _RowSampler's
+        config = GenerationConfig(max_new_tokens=budget, do_sample=False, temperature=None, top_p=None, top_k=None,
                                   eos_token_id=self.eos_ids, pad_token_id=self.pad_id,
                                   output_logits=s.logprobs, return_dict_in_generate=True,
                                   stop_strings=list(s.stop) if s.stop else None)
@@ -165,10 +181,9 @@ class HFEngine(Engine):
                 self._matchers = MatcherCache(self.tokenizer, self.eos_ids)
             processors.append(GrammarLogitsProcessor(
                 [self._matchers.get(g) if g is not None else None for g in grammars], width))
-        rng = torch.random.fork_rng(devices=[]) if seed is not None else nullcontext()
-        with rng, torch.no_grad(), self._use(adapter):
-            if seed is not None:
-                torch.manual_seed(seed)
+        if s.temperature > 0:
+            processors.append(_RowSampler(seeds, s.temperature, s.top_p))
+        with torch.no_grad(), self._use(adapter):
             out = self.model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config,
                                       tokenizer=self.tokenizer, logits_processor=processors)
         new = out.sequences[:, width:].tolist()

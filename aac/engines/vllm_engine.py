@@ -115,6 +115,20 @@ def _on_cpu() -> bool:
     return current_platform.is_cpu()
 
 
+def _drop_stale_groups() -> None:
+    """vLLM keeps its process groups in module globals. Once torch's default group is destroyed under them (a
+    learner's collective in this process closed it), they are stale, and an engine started in this process would
+    take them for its own ("pipeline model parallel group is not initialized"): dropped, so it makes new ones.
+    They are not destroyed: torch no longer knows them."""
+    import torch.distributed as dist
+    from vllm.distributed import parallel_state
+
+    if dist.is_available() and not dist.is_initialized():
+        for name, value in list(vars(parallel_state).items()):
+            if isinstance(value, parallel_state.GroupCoordinator):
+                setattr(parallel_state, name, None)
+
+
 def _start_llm(model_path: str, *, dtype: str, max_model_len: int, seed: int, enable_lora: bool, max_lora_rank: int,
                max_loras: int, kv_cache_gb: Optional[float], gpu_memory_utilization: float,
                enforce_eager: Optional[bool], cpu_threads: Optional[int], in_process: Optional[bool],
@@ -130,6 +144,8 @@ def _start_llm(model_path: str, *, dtype: str, max_model_len: int, seed: int, en
     # each import vLLM again and hand every decode step across shared memory): on 2 CPU cores the
     # start-up costs half the CPU seconds and a decode step ~10% less (benchmarks/RESULTS.md)
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
+    if in_process:
+        _drop_stale_groups()
     if in_process and _on_cpu():
         torch.set_num_threads(omp_threads(cpu_threads))
     elif cpu_threads is not None:  # a worker process of its own: its threads on the first cores
