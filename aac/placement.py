@@ -32,6 +32,7 @@ log = logging.getLogger("aac")
 
 
 CLOSE_TIMEOUT_S = 60.0  # a piece's own shutdown (`close`) ends within this, or the piece is killed
+RECORD_TRIES = 4  # reads of an actor's record before a missing one is taken as alive (~5 s of waits)
 WATCH = "watch"  # the concurrency group of every Ray piece that answers `ping` in a thread of its own
 
 
@@ -40,10 +41,18 @@ def _dead(actor: object) -> bool:
     it does within milliseconds of its process exiting or being killed, or once its node is lost.
     Asked of the GCS, not of the actor: a busy actor (inside a minutes-long update or rollout, or
     queued behind one) is alive, however long its calls take. The table is read directly because
-    `ray.util.state` needs the dashboard, which a run's private Ray does not start."""
+    `ray.util.state` needs the dashboard, which a run's private Ray does not start. A loaded GCS can answer
+    without a record (an empty one, seen under a load of 8 on 2 cores): asked again, and still none is not
+    dead (a call to a dead actor fails anyway, and is retried)."""
     from ray._private import state
 
-    return state.actors(actor._actor_id.hex())["State"] == "DEAD"
+    for attempt in range(RECORD_TRIES):
+        record = state.actors(actor._actor_id.hex())
+        if record:
+            return record["State"] == "DEAD"
+        time.sleep(0.5 * (attempt + 1))
+    log.warning("Ray's actor table has no record of actor %s: taken as alive", actor._actor_id.hex()[:8])
+    return False
 
 
 def _where() -> dict[str, Any]:

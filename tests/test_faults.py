@@ -7,10 +7,12 @@ low-precision engine at the flagship's lr and still catches a stale one within a
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import signal
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -157,6 +159,21 @@ def test_a_busy_piece_is_alive_and_a_killed_one_dead_at_once(ray_session):
         assert not piece.alive() and time.monotonic() - t0 < 1.0
     finally:
         piece.kill()
+
+
+def test_an_actor_without_a_record_in_rays_table_is_taken_as_alive(ray_session, caplog):
+    """A loaded GCS can answer a read of the actor table with no record: asked again, then taken as alive (a
+    call to a dead actor fails anyway), never a KeyError out of the fault path."""
+    import ray
+
+    from aac.placement import _dead
+
+    unknown = types.SimpleNamespace(_actor_id=ray.ActorID.from_random())  # a handle the GCS never registered
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="aac"):
+        assert not _dead(unknown)
+    assert 2.0 < time.monotonic() - t0 < 30.0  # asked again before giving up
+    assert "no record of actor" in caplog.text
 
 
 OFF_POLICY = (*RAY_RUN, "rollout.max_off_policy_steps=1")
