@@ -7,7 +7,8 @@
 # Two knobs, both inherited by every child (Ray's workers and vLLM's processes included):
 # - AVX2 kernels only (ATEN_CPU_CAPABILITY, MKL_ENABLE_INSTRUCTIONS, ONEDNN_MAX_CPU_ISA): no AVX-512 or AMX;
 # - a CFS bandwidth quota of --cpus CPUs in all (a cgroup, v1 `cpu` or v2), over a 100 ms period: shorter
-#   periods throttle latency-bound work (the demo's decode) far more than its CPU time says.
+#   periods throttle latency-bound work (the demo's decode) far more than its CPU time says. The group's weight is
+#   the highest, so the quota is its only limit: other work on the box (at default weights) cannot starve it.
 # --calibrate prints the sustained fp32 GFLOP/s per core of a 2-thread 1024x1024 matmul inside the quota (a
 # best-of-N timing, as aac/cpu_speed.py's, reads a throttled machine as fast: one matmul fits in a period).
 # The default 0.58 CPUs (of a 2-core AVX-512 machine at 195-215 GFLOP/s per core) gave 27 GFLOP/s per core and a
@@ -30,11 +31,13 @@ if [ -d /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
   mkdir -p "$CG"
   echo "$PERIOD" > "$CG/cpu.cfs_period_us"
   echo "$QUOTA" > "$CG/cpu.cfs_quota_us"
+  echo 262144 > "$CG/cpu.shares"
 else  # cgroup v2
   CG=/sys/fs/cgroup/aac_slow
   grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
   mkdir -p "$CG"
   echo "$QUOTA $PERIOD" > "$CG/cpu.max"
+  echo 10000 > "$CG/cpu.weight"
 fi
 echo $$ > "$CG/cgroup.procs"
 export ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2
