@@ -332,3 +332,24 @@ def test_a_method_whose_argument_no_call_showed_is_probed_without_it():
     skips that guess (it raised IndexError choosing from nothing) and the class builds."""
     instances, summary = rows_from_source("module:json.decoder.JSONDecoder")
     assert [i.domain for i in instances] == ["stateful"], dict(summary.dropped)
+
+
+def test_a_seed_too_long_for_one_sandbox_input_is_not_tried_as_a_state():
+    """A test that calls a method 800 times seeds a sequence longer than one sandbox input: the prober tries the
+    methods after the short seed only, so every call it makes is one the sandbox runs (none refused unshipped)."""
+    from aac.data.classes import Prober, anonymize_module_class, calls_literal, search_config
+    from aac.data.sources import RawClass, SeedCall
+
+    code = ("class Counter:\n    def __init__(self, start=0):\n        self.n = start\n\n"
+            "    def add(self, k):\n        self.n += k\n        return self.n\n")
+    short = [("new", SeedCall((1,))), ("add", SeedCall((2,)))]
+    raw = RawClass("pkg.Counter", "module", code, "Counter", [[("new", SeedCall((0,)))] + [("add", SeedCall((1,)))] * 800,
+                                                              short])
+    anon, init, members = anonymize_module_class(raw, 0)
+    with SandboxPool(workers=1) as pool:
+        assert len(calls_literal(anon.seeds[0])) > pool.max_input_chars  # the long seed is there, as written
+        prober = Prober(anon, init, members, pool, search_config())
+        pools = prober.pools()
+        shipped = pool.stats["calls"]
+    assert set(pools) == {"new", *[n for n, a in anon.arities.items() if a and n != "new"]}
+    assert prober.calls == shipped  # none refused for its length

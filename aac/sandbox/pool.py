@@ -150,6 +150,11 @@ class SandboxPool:
         return limit if self.max_warm is None else min(limit, max(self.max_warm, self.workers))
 
     @property
+    def max_input_chars(self) -> int:
+        """The longest input a call takes (a longer one is refused unshipped)."""
+        return self._opts.max_input_chars
+
+    @property
     def isolation(self) -> str:
         """The isolation mode children run under (starts the zygote and a child if none ran yet)."""
         if self._mode is None or not self._details:
