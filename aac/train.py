@@ -15,7 +15,6 @@ from aac.cpu_speed import per_core_gflops, speed_line
 from aac.hardware import check_run
 from aac.metrics import plot, read
 from aac.run_dir import METRICS, SUMMARY
-from aac.training import Trainer
 from aac.training.state import run_config
 
 log = logging.getLogger("aac.train")
@@ -31,6 +30,9 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     gflops = per_core_gflops()  # before the pieces start: what the reader scales this run's timings by
     log.info("machine: %s", speed_line(gflops))
     started = time.perf_counter()
+    # torch's model libraries load here, after the config and the machine are checked
+    from aac.training import Trainer
+
     trainer = Trainer(cfg, out_dir, run)
     cfg = trainer.cfg
     log.info("recipe %s: model %s, %s engine, %s learner -> %s", cfg.recipe_name, cfg.model.name,

@@ -96,6 +96,19 @@ def test_bad_override_is_one_line(run_module, override, needles):
     _one_line_error(run_module("aac.train", override, timeout=120), *needles)
 
 
+def test_a_config_error_is_answered_before_the_model_libraries_load():
+    """aac.training and aac.learner load their names on first use (aac/lazy.py): what `python -m aac.train`
+    imports before the config is checked holds no transformers or peft, and the names still resolve."""
+    import subprocess
+    import sys
+
+    code = ("import sys, aac.train, aac.training.state\n"
+            "print(sorted(m for m in ('transformers', 'peft', 'aac.training.trainer') if m in sys.modules))\n"
+            "from aac.training import Trainer\nfrom aac.learner import Learner\nprint(Trainer.__name__, Learner.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.split("\n")[:2] == ["[]", "Trainer Learner"], out.stderr[-2000:]
+
+
 def test_cfg_job_prints_composed_recipe(run_module):
     out = run_module("aac.train", "--cfg", "job", "+recipe=qwen3_8b", timeout=120)
     assert out.returncode == 0, out.stderr
