@@ -217,28 +217,30 @@ def start():  # what an in-process engine's worker does on one CPU
         ps.ensure_model_parallel_initialized(1, 1)
 start()
 dist.destroy_process_group()  # a learner's collective in this process, closed
-if sys.argv[2] == "drop":
-    _drop_stale_groups()
+try:
+    start()
+except Exception as e:  # vLLM's groups, kept, are stale
+    print("kept:", type(e).__name__, e)
+dist.destroy_process_group()  # the one the failed start made
+_drop_stale_groups()
 start()
-print("started", ps.get_pp_group().world_size)
+print("dropped: started", ps.get_pp_group().world_size)
 """
 
 
-def test_an_in_process_vllm_starts_after_torchs_default_group_was_destroyed(tmp_path):
+def test_an_in_process_vllm_starts_after_torchs_default_group_was_destroyed():
     """vLLM's process groups (module globals) outlive torch's default group; destroyed under them, they are
-    dropped before an in-process engine starts, which then makes its own (without: it fails)."""
+    dropped before an in-process engine starts, which then makes its own (kept: it fails)."""
     import subprocess
     import sys
 
     from aac.learner.backends import free_port
 
-    def run(mode: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", STALE_GROUPS, str(free_port()), mode], capture_output=True,
-                              text=True, timeout=300)
-
-    kept, dropped = run("keep"), run("drop")
-    assert kept.returncode != 0 and "not initialized" in kept.stderr, kept.stderr[-2000:]
-    assert dropped.returncode == 0 and "started 1" in dropped.stdout, dropped.stderr[-2000:]
+    out = subprocess.run([sys.executable, "-c", STALE_GROUPS, str(free_port())], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    kept, dropped = [ln for ln in out.stdout.splitlines() if ln.startswith(("kept:", "dropped:"))]
+    assert "not initialized" in kept and dropped == "dropped: started 1"
 
 
 @pytest.mark.slow
