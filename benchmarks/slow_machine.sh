@@ -9,10 +9,13 @@
 # - a CFS bandwidth quota of --cpus CPUs in all (a cgroup, v1 `cpu` or v2), over a 100 ms period: shorter
 #   periods throttle latency-bound work (the demo's decode) far more than its CPU time says. The group's weight is
 #   the highest, so the quota is its only limit: other work on the box (at default weights) cannot starve it.
+# What it cannot hide: the CPU's AMX, which vLLM's bf16 kernels ask the hardware for; oneDNN, capped at AVX2, then
+# refuses them, so tests/test_rehearsal.py's bf16 engine skips under the emulation on an AMX machine.
 # --calibrate prints the sustained fp32 GFLOP/s per core of a 2-thread 1024x1024 matmul inside the quota (a
 # best-of-N timing, as aac/cpu_speed.py's, reads a throttled machine as fast: one matmul fits in a period).
 # The default 0.58 CPUs (of a 2-core AVX-512 machine at 195-215 GFLOP/s per core) gave 27 GFLOP/s per core and a
-# demo step within the issue's ranges (benchmarks/RESULTS.md, "`make demo` on a slow machine"). Needs root.
+# demo step within the issue's ranges (benchmarks/RESULTS.md, "`make demo` on a slow machine"); the box is not always
+# that fast: calibrate first (on 2026-12-06, at 120-160 GFLOP/s, 0.58 gave 18 and --cpus 0.9 gave 29.6). Needs root.
 set -euo pipefail
 CPUS=0.58
 CALIBRATE=0
