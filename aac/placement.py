@@ -32,7 +32,7 @@ log = logging.getLogger("aac")
 
 
 CLOSE_TIMEOUT_S = 60.0  # a piece's own shutdown (`close`) ends within this, or the piece is killed
-RECORD_TRIES = 4  # reads of an actor's record before a missing one is taken as alive (~5 s of waits)
+RECORD_TRIES = 4  # reads of an actor's record before a missing one is taken as alive (3 s of waits between)
 WATCH = "watch"  # the concurrency group of every Ray piece that answers `ping` in a thread of its own
 
 
@@ -47,10 +47,11 @@ def _dead(actor: object) -> bool:
     from ray._private import state
 
     for attempt in range(RECORD_TRIES):
+        if attempt:
+            time.sleep(0.5 * attempt)
         record = state.actors(actor._actor_id.hex())
         if record:
             return record["State"] == "DEAD"
-        time.sleep(0.5 * (attempt + 1))
     log.warning("Ray's actor table has no record of actor %s: taken as alive", actor._actor_id.hex()[:8])
     return False
 
