@@ -174,8 +174,10 @@ def main_run(args: argparse.Namespace) -> None:
 def main_rescore(args: argparse.Namespace) -> None:
     """Recompute the held-out rows of the kept results from their plays in --work (a metric added after they ran);
     the rest of each record (training curve, seconds) stays."""
+    from ablation_table import result_files
+
     trained = sorted(p.parent for p in args.work.glob("*/config.yaml"))
-    for path in sorted(RESULTS.glob("*_seed*.json")) + sorted(RESULTS.glob(f"{BASE}.json")):
+    for path in result_files(RESULTS):
         rec, run = json.loads(path.read_text()), args.work / path.stem
         plays = sorted(run.glob("heldout_r*/episodes.jsonl"))
         if len(plays) != rec["repeats"] or not trained:

@@ -30,10 +30,15 @@ REFERENCES = ("final", "base")
 SEEDS_ASKED = 3  # per trained arm (issue 50); the table says which are missing
 
 
+def result_files(results: Path) -> list[Path]:
+    """Each run's result file: the trained arms' seeds, then the base (not summary.json)."""
+    return sorted(results.glob("*_seed*.json")) + sorted(results.glob("base.json"))
+
+
 def load(results: Path) -> dict[str, list[dict]]:
     """arm -> its result files' records (the base: one), in seed order."""
     arms: dict[str, list[dict]] = {}
-    for path in sorted(results.glob("*_seed*.json")) + sorted(results.glob("base.json")):  # not summary.json
+    for path in result_files(results):
         rec = json.loads(path.read_text())
         arms.setdefault(rec["arm"], []).append(rec)
     return {a: sorted(arms[a], key=lambda r: r.get("seed", 0)) for a in ORDER if a in arms}
