@@ -1,6 +1,6 @@
 """A long run survives its pieces: a SIGKILLed rollout worker, engine host or learner is rebuilt, its
 state restored (a learner's: the state of the last checkpoint and the updates since, replayed) and the
-step retried (no step lost or repeated, the same adapter as a run nobody killed); a SIGSTOPped one is
+step retried (no step lost or repeated, the same adapter as a run nobody killed, played in one process); a SIGSTOPped one is
 found by the watchdog and handled alike; adapter folders stay bounded; the sync check passes a correct
 low-precision engine at the flagship's lr and still catches a stale one within a step."""
 
@@ -52,6 +52,12 @@ class KillingTrainer(Trainer):
     rollout starts, the engine or the learner between rollout and update (once: the retried step goes on)."""
 
     kills: dict[int, str] = {}
+    loaded: dict[str, str] | None = None  # a test's own dict: the model folder each piece holds as the run ends
+
+    def run(self):
+        super().run()
+        if self.loaded is not None:
+            self.loaded.update(_loaded_folders(self))
 
     def _kill(self, victim: str, placed) -> None:
         done = self.__dict__.setdefault("killed", set())
@@ -102,25 +108,66 @@ def _gone(pids: list[int], wait_s: float = 30.0) -> None:
     assert not left, f"processes left after close: {left}"
 
 
+def _loaded_folders(trainer: Trainer) -> dict[str, str]:
+    """The model folder the engine host's tokenizer and the learner's adapter were loaded from, asked in their actors."""
+    import ray
+
+    engine = trainer.pieces.engines.hosts()[0].actor
+    return {"engine": ray.get(engine.__ray_call__.remote(lambda host: host.engine.tokenizer.name_or_path)),
+            "learner": ray.get(trainer.learner.actor.__ray_call__.remote(
+                lambda learner: learner.policy.peft_config["default"].base_model_name_or_path))}
+
+
+def _hub_snapshot(model_path: str, hub: Path, monkeypatch) -> tuple[str, Path]:
+    """`model_path` as the hub id aac-test/tiny-qwen3 in an HF cache at `hub` (its layout: refs/main naming a
+    snapshot), offline (a download would fail): the id and its snapshot folder."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = hub / "models--aac-test--tiny-qwen3"
+    shutil.copytree(model_path, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return "aac-test/tiny-qwen3", repo / "snapshots" / commit
+
+
 def _adapter(out: Path) -> dict[str, torch.Tensor]:
     return load_file(str(out / "checkpoints" / f"step_{STEPS:06d}" / "adapter" / "adapter_model.safetensors"))
 
 
 @functools.cache
 def _reference(base: str, run: tuple[str, ...] = RAY_RUN) -> tuple[list[dict], dict[str, torch.Tensor]]:
-    """The run nobody killed, once per session's temp dir `base` and settings."""
+    """The run nobody killed, once per session's temp dir `base` and settings: in this process, torch on one thread
+    as in each Ray piece (`rollout.cpu_threads=1`), which gives the Ray run's data, rewards and adapter bit for bit
+    without starting four actors (4 s, not 16-30)."""
     out = Path(tempfile.mkdtemp(prefix="reference", dir=base))
-    return _train(compose(*run), out), _adapter(out)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train(compose(*run, "rollout.placement=local"), out), _adapter(out)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.slow
-def test_killed_pieces_are_rebuilt_and_the_run_matches_an_unkilled_one(ray_session, tmp_path_factory):
+def test_killed_pieces_are_rebuilt_and_the_run_matches_an_unkilled_one(ray_session, tmp_path_factory, tiny_model_path,
+                                                                       monkeypatch):
     """One run, a piece killed in each of steps 2-4: a rollout worker, the engine host, the learner. Its state was
     written at the start only (save_every=100), so the rebuilt learner replays the three updates since and the
-    retried fourth is applied once."""
+    retried fourth is applied once. Its model is a hub id found in the HF cache, offline: the driver resolves it
+    once, and every piece, the rebuilt ones too, loads that snapshot folder (not the id, which each would resolve,
+    or download, on its own)."""
     rows_ref, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()))
-    out = tmp_path_factory.mktemp("killed")
-    rows = _train(compose(*RAY_RUN), out, type("K", (KillingTrainer,), {"kills": {1: "worker", 2: "engine", 3: "learner"}}))
+    hub_id, snapshot = _hub_snapshot(tiny_model_path, tmp_path_factory.mktemp("hub"), monkeypatch)
+    out, loaded = tmp_path_factory.mktemp("killed"), {}
+    kills = {1: "worker", 2: "engine", 3: "learner"}
+    rows = _train(compose(*RAY_RUN, f"model.name={hub_id}"), out,
+                  type("K", (KillingTrainer,), {"kills": kills, "loaded": loaded}))
+    assert loaded == {"engine": str(snapshot), "learner": str(snapshot)}
     assert [r["step"] for r in rows] == list(range(1, STEPS + 1))  # no step lost or repeated
     assert [r["uids"] for r in rows] == [r["uids"] for r in rows_ref]  # the same data order
     # one retried phase per kill; a rebuilt engine takes the two workers holding its proxy with it
@@ -400,37 +447,6 @@ def test_a_stopped_piece_is_found_rebuilt_and_the_run_matches_an_unstopped_one(v
     assert rows[-1]["faults/actor_restarts"] >= (3 if victim == "engine" else 1)
     for key, value in _adapter(out).items():
         torch.testing.assert_close(value, adapter_ref[key], rtol=0, atol=0)
-
-
-@pytest.mark.slow
-def test_a_hub_model_is_resolved_once_and_every_piece_loads_its_folder(ray_session, tmp_path, tiny_model_path,
-                                                                      monkeypatch):
-    """A hub id (`model.name=aac-test/tiny-qwen3`) found in the HF cache (its layout: refs/main naming a
-    snapshot), offline: the driver resolves it, and the engine actor and the learner actor load that snapshot
-    folder, not the hub id (which each would resolve, or download, on its own)."""
-    import shutil
-
-    import ray
-    from huggingface_hub import constants
-
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    repo = tmp_path / "hub" / "models--aac-test--tiny-qwen3"
-    shutil.copytree(tiny_model_path, repo / "snapshots" / commit)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(commit)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a download would fail
-    cfg = compose(*RAY_RUN, "model.name=aac-test/tiny-qwen3", "max_steps=1", "rollout.num_workers=1")
-    trainer = Trainer(cfg, tmp_path / "run")
-    try:
-        engine = trainer.pieces.engines.hosts()[0].actor
-        loaded = {"engine": ray.get(engine.__ray_call__.remote(lambda host: host.engine.tokenizer.name_or_path)),
-                  "learner": ray.get(trainer.learner.actor.__ray_call__.remote(
-                      lambda learner: learner.policy.peft_config["default"].base_model_name_or_path))}
-        trainer.run()
-    finally:
-        trainer.close()
-    assert loaded == {"engine": str(repo / "snapshots" / commit), "learner": str(repo / "snapshots" / commit)}
 
 
 @pytest.mark.slow
