@@ -79,8 +79,12 @@ browser:
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
 	  echo "make: chromium could not be installed: tests/test_view.py's browser test will skip"
 
-# aac.skyrl's tests under SkyRL's own pins: its venv is built and its tests run beside the main suite
-test: prepare browser
+# aac.skyrl's tests under SkyRL's own pins: its venv is built and its tests run beside the main suite. The two
+# venvs install side by side first (pip works on one core: SkyRL's install no longer takes the suite's cores);
+# a failed one is retried where it is needed, and reported there
+test: browser
+	-$(MAKE) -j2 install install-skyrl
+	$(MAKE) prepare
 	{ $(MAKE) -s install-skyrl && $(SKYRL_VENV)/bin/python -m pytest $(SKYRL_TESTS); echo $$? > .skyrl.rc; } \
 	  > .skyrl.log 2>&1 & \
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15; rc=$$?; wait; \
