@@ -26,10 +26,9 @@ METRICS = {
     "reflect_errors": "reflect format errors",
 }
 ORDER = ("base", "final", "sym_info", "aac", "aac_mutants")
-REFERENCES = ("final", "base", "sym_info")
-# the arms whose critic reads the gold side are also compared with SYM-INFO, the same critic without it (the paper's
-# central pair)
-PRIVILEGED = ("aac", "aac_mutants")
+# reference -> the arms compared with it: every arm with FINAL and the base; the arms whose critic reads the gold
+# side also with SYM-INFO, the same critic without it (the paper's central pair)
+REFERENCES = {"final": ORDER, "base": ORDER, "sym_info": ("aac", "aac_mutants")}
 SEEDS_ASKED = 3  # per trained arm (issue 50); the table says which are missing
 
 
@@ -77,8 +76,7 @@ def summarize(arms: dict[str, list[dict]]) -> dict:
             row[key] = {"mean": float(np.mean(list(mine.values()))) if mine else float("nan"),
                         "seeds": [float(np.mean(list(per_function([r], key).values()) or [np.nan])) for r in records],
                         **{f"vs_{ref}": paired(mine, per_function(arms[ref], key))
-                           for ref in REFERENCES if ref in arms and ref != arm
-                           and (ref != "sym_info" or arm in PRIVILEGED)}}
+                           for ref, compared in REFERENCES.items() if ref in arms and ref != arm and arm in compared}}
         out[arm] = row
     return out
 
