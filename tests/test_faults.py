@@ -7,6 +7,7 @@ low-precision engine at the flagship's lr and still catches a stale one within a
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import signal
@@ -135,22 +136,29 @@ def _hub_snapshot(model_path: str, hub: Path, monkeypatch) -> tuple[str, Path]:
     return "aac-test/tiny-qwen3", repo / "snapshots" / commit
 
 
-def _adapter(out: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(out / "checkpoints" / f"step_{STEPS:06d}" / "adapter" / "adapter_model.safetensors"))
+def _adapter(out: Path, step: int = STEPS) -> dict[str, torch.Tensor]:
+    return load_file(str(out / "checkpoints" / f"step_{step:06d}" / "adapter" / "adapter_model.safetensors"))
 
 
 @functools.cache
-def _reference(base: str, run: tuple[str, ...] = RAY_RUN) -> tuple[list[dict], dict[str, torch.Tensor]]:
-    """The run nobody killed, once per session's temp dir `base` and settings: in this process, torch on one thread
-    as in each Ray piece (`rollout.cpu_threads=1`), which gives the Ray run's data, rewards and adapter bit for bit
-    without starting four actors (4 s, not 16-30)."""
+def _reference(base: str, run: tuple[str, ...] = RAY_RUN) -> Path:
+    """The folder of the run nobody killed, once per session's temp dir `base` and settings: in this process, torch
+    on one thread as in each Ray piece (`rollout.cpu_threads=1`), which gives the Ray run's data, rewards and
+    adapter bit for bit without starting four actors (4 s, not 16-30)."""
     out = Path(tempfile.mkdtemp(prefix="reference", dir=base))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train(compose(*run, "rollout.placement=local"), out), _adapter(out)
+        _train(compose(*run, "rollout.placement=local"), out)
+        return out
     finally:
         torch.set_num_threads(threads)
+
+
+def _unkilled(base: str, run: tuple[str, ...] = RAY_RUN) -> tuple[list[dict], dict[str, torch.Tensor]]:
+    """The reference run's rows and final adapter."""
+    out = _reference(base, run)
+    return read(out / "metrics.jsonl"), _adapter(out)
 
 
 @pytest.mark.slow
@@ -161,7 +169,7 @@ def test_killed_pieces_are_rebuilt_and_the_run_matches_an_unkilled_one(ray_sessi
     retried fourth is applied once. Its model is a hub id found in the HF cache, offline: the driver resolves it
     once, and every piece, the rebuilt ones too, loads that snapshot folder (not the id, which each would resolve,
     or download, on its own)."""
-    rows_ref, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()))
+    rows_ref, adapter_ref = _unkilled(str(tmp_path_factory.getbasetemp()))
     hub_id, snapshot = _hub_snapshot(tiny_model_path, tmp_path_factory.mktemp("hub"), monkeypatch)
     out, loaded = tmp_path_factory.mktemp("killed"), {}
     kills = {1: "worker", 2: "engine", 3: "learner"}
@@ -257,7 +265,7 @@ def test_off_policy_pieces_killed_while_the_others_are_busy(ray_session, tmp_pat
     """One run, a piece killed as each of steps 2-4 is sent ahead: a worker, the engine host, the learner. Only
     the killed piece is rebuilt (busy is not dead), every step runs once, and the batch collected ahead is trained
     on once: the same versions, lags, data and final adapter as a run nobody killed."""
-    rows_ref, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()), OFF_POLICY)
+    rows_ref, adapter_ref = _unkilled(str(tmp_path_factory.getbasetemp()), OFF_POLICY)
     out = tmp_path_factory.mktemp("off_policy")
     kills = {0: "worker", 1: "engine", 2: "learner"}
     rows = _train(compose(*OFF_POLICY), out, type("K", (BusyKillingTrainer,), {"kills": kills}))
@@ -275,19 +283,36 @@ def test_off_policy_pieces_killed_while_the_others_are_busy(ray_session, tmp_pat
         torch.testing.assert_close(value, adapter_ref[key], rtol=0, atol=0)
 
 
+def _assert_equal(state, ref, where: str = "") -> None:
+    """Two loaded states equal to the bit: tensors, numbers and their nesting."""
+    if isinstance(state, torch.Tensor):
+        assert torch.equal(state, ref), where
+    elif isinstance(state, dict):
+        assert state.keys() == ref.keys(), where
+        for key in state:
+            _assert_equal(state[key], ref[key], f"{where}/{key}")
+    elif isinstance(state, (list, tuple)):
+        assert len(state) == len(ref), where
+        for i, (a, b) in enumerate(zip(state, ref)):
+            _assert_equal(a, b, f"{where}[{i}]")
+    else:
+        assert state == ref, where
+
+
 @pytest.mark.slow
 def test_after_max_actor_restarts_the_run_stops_with_a_checkpoint(ray_session, tmp_path, tmp_path_factory):
     """The learner killed in step 4 of a run checkpointed every 2 steps: the rebuilt learner is restored (the
-    state of step 2, the update of step 3 replayed) before the run stops, so step 3 is checkpointed."""
+    state of step 2, the update of step 3 replayed) before the run stops, so step 3 is checkpointed, and holds
+    the learner's state of a run nobody killed at step 3, bit for bit: the adapter, the optimizer's moments, the
+    scheduler (what a resume starts from; test_resume shows that a resume from a checkpoint continues exactly)."""
     cls = type("K", (KillingTrainer,), {"kills": {3: "learner"}})
     with pytest.raises(SystemExit, match=r"max_actor_restarts=0.*checkpoint of step 3"):
         _train(compose(*RAY_RUN, "max_actor_restarts=0", "save_every=2"), tmp_path, cls)
-    assert (tmp_path / "checkpoints" / "step_000003" / "adapter" / "adapter_config.json").exists()
-    # resumed from it, the run ends with the adapter of a run nobody killed: the checkpoint held step 3 exactly
-    _, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()))
-    _train(compose(*RAY_RUN, "resume=true", f"out_dir={tmp_path}"), tmp_path)
-    for key, value in _adapter(tmp_path).items():
-        torch.testing.assert_close(value, adapter_ref[key], rtol=0, atol=0)
+    ref = _reference(str(tmp_path_factory.getbasetemp()), (*RAY_RUN, "max_steps=3"))
+    ckpt, ckpt_ref = (out / "checkpoints" / "step_000003" for out in (tmp_path, ref))
+    _assert_equal(torch.load(ckpt / "learner.pt"), torch.load(ckpt_ref / "learner.pt"))
+    _assert_equal(_adapter(tmp_path, 3), _adapter(ref, 3))
+    assert json.loads((ckpt / "trainer.json").read_text())["step"] == 3
 
 
 def test_adapter_folders_stay_bounded(tmp_path):
@@ -433,7 +458,7 @@ def test_a_stopped_piece_is_found_rebuilt_and_the_run_matches_an_unstopped_one(v
     """A SIGSTOPped piece (the engine in lockstep, a rollout worker whose rollout was sent ahead under the
     pipeline, as issue 48 stopped one) is named in the log, killed at twice the stall limit and rebuilt; the
     run ends all its steps with the data, rewards and adapter of a run nobody stopped."""
-    rows_ref, adapter_ref = _reference(str(tmp_path_factory.getbasetemp()), run)
+    rows_ref, adapter_ref = _unkilled(str(tmp_path_factory.getbasetemp()), run)
     out = tmp_path_factory.mktemp(f"stopped_{victim}")
     rows, pid, name, seconds = _stopped_run(compose(*run, *WATCHED), out, victim, caplog)
     print(f"{victim} stopped: run of {STEPS} steps in {seconds:.0f}s")
