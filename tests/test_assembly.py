@@ -112,45 +112,42 @@ def test_critic_health_is_per_step_and_merged_across_workers(tmp_path):
 
 
 @pytest.mark.slow
-def test_qwen3_8b_places_engine_and_learner_on_different_gpus(tmp_path, tiny_model_path, monkeypatch):
-    """Ray with two fake GPUs: the engine and learner actors of the flagship recipe's placement see
-    different CUDA_VISIBLE_DEVICES (the real EngineHost and Learner, on the tiny model and on CPU)."""
-    import ray
-
-    from aac.learner import Learner
-    from aac.learner.allocator import jemalloc_loaded, learner_env
-    from aac.placement import EngineSet, Placed, start_ray
-
-    cfg = compose("+recipe=qwen3_8b", "model=tiny_qwen3", "rollout.engine=hf", "learner.backend=torch",
-                  "learner.dtype=float32", "model.dtype=float32", "learner.lora_r=4", "learner.allocator=jemalloc")
-    assert cfg.rollout.num_gpus == 1 and cfg.learner.num_gpus == 1
+def test_qwen3_8b_places_engine_and_learner_on_different_gpus(monkeypatch):
+    """Ray with two fake GPUs: pieces asking what the flagship recipe's engine and learner ask (a GPU each, the
+    learner with its process environment) see different CUDA_VISIBLE_DEVICES, `rollout.cpu_threads` threads and the
+    learner's allocator. Light pieces: the real EngineHost (vLLM) and Learner (DeepSpeed) on fake GPUs are
+    test_rehearsal's."""
     import tempfile
 
+    import ray
+
+    from aac.learner.allocator import jemalloc_loaded, learner_env
+    from aac.placement import Placed, start_ray
+
+    class Piece:  # defined here: Ray ships it by value
+        def report(self):
+            import torch
+
+            return os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ["OMP_NUM_THREADS"], torch.get_num_threads()
+
+    cfg = compose("+recipe=qwen3_8b", "learner.allocator=jemalloc")
+    assert cfg.rollout.num_gpus == 1 and cfg.learner.num_gpus == 1
     monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # unix socket paths < 108 B
     ray.shutdown()
     start_ray(num_cpus=2, num_gpus=2, threads=3)
     try:
-        engines = EngineSet(cfg.model, cfg.rollout, 0, use_ray=True)
-        engine = engines.actor(lora_rank=cfg.learner.lora_r)
-        learner = Placed(Learner, cfg.learner, tiny_model_path, 0, use_ray=True, name="learner",
-                         num_gpus=cfg.learner.num_gpus, env=learner_env(cfg.learner))
-
-        def visible(actor):
-            return ray.get(actor.__ray_call__.remote(lambda self: os.environ.get("CUDA_VISIBLE_DEVICES")))
-
-        on_engine, on_learner = visible(engine._actor), visible(learner.actor)
+        engine = Placed(Piece, use_ray=True, name="engine", num_gpus=cfg.rollout.num_gpus)
+        learner = Placed(Piece, use_ray=True, name="learner", num_gpus=cfg.learner.num_gpus, env=learner_env(cfg.learner))
+        (on_engine, *_), (on_learner, omp, threads) = engine.report(), learner.report()
         assert on_engine and on_learner and on_engine != on_learner, (on_engine, on_learner)
         # rollout.cpu_threads reaches every actor (Ray alone gives a num_cpus=0 actor 1 thread); torch
         # takes at most one thread per core
-        threads = ray.get(learner.actor.__ray_call__.remote(
-            lambda self: (os.environ["OMP_NUM_THREADS"], __import__("torch").get_num_threads())))
-        assert threads == ("3", min(3, len(os.sched_getaffinity(0)))), threads
+        assert (omp, threads) == ("3", min(3, len(os.sched_getaffinity(0))))
         # learner_env's preload reaches the actor's process as aac.train starts it
         assert ray.get(learner.actor.__ray_call__.remote(lambda self: jemalloc_loaded()))
+        assert not ray.get(engine.actor.__ray_call__.remote(lambda self: jemalloc_loaded()))
         cpu = compose("+recipe=tiny")
         assert cpu.rollout.num_gpus == 0 and cpu.learner.num_gpus == 0  # CPU recipes ask for none
-        learner.kill()
-        engines.close()
     finally:
         ray.shutdown()
 
