@@ -1,9 +1,9 @@
 """The ablation's table and plot from the result files `benchmarks/ablation.py` keeps (benchmarks/ablation/*.json).
 
 Per arm, each metric is averaged per held-out function over every episode of the arm (its seeds x repeats), so
-which function is hard cancels in the paired differences: arm - FINAL and arm - base, with a 95% bootstrap
-interval over functions (aac.eval.stats.paired_interval, 10,000 resamples). Per seed, the arm's mean beside it
-shows the spread between trainings.
+which function is hard cancels in the paired differences: arm - FINAL and arm - base (and - SYM-INFO), over the
+seeds both arms trained, with a 95% bootstrap interval over functions (aac.eval.stats.paired_interval, 10,000
+resamples). Per seed, the arm's mean beside it shows the spread between trainings.
 """
 
 from __future__ import annotations
@@ -66,6 +66,15 @@ def paired(a: dict[str, float], b: dict[str, float]) -> tuple[float, float, floa
     return (*paired_interval([a[u] for u in common], [b[u] for u in common]), len(common))
 
 
+def shared_seeds(records: list[dict], reference: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Both arms' records of the seeds both trained: a seed fixes the data order and the sampling, so an arm with a
+    seed its reference lacks would carry that seed's luck into the difference. The base (untrained) pairs with all."""
+    if "base" in (records[0]["arm"], reference[0]["arm"]):
+        return records, reference
+    common = {r["seed"] for r in records} & {r["seed"] for r in reference}
+    return [r for r in records if r["seed"] in common], [r for r in reference if r["seed"] in common]
+
+
 def summarize(arms: dict[str, list[dict]]) -> dict:
     """Per arm and metric: the mean over functions, per-seed means, and the paired differences to the references."""
     out: dict = {}
@@ -74,9 +83,11 @@ def summarize(arms: dict[str, list[dict]]) -> dict:
         for key in METRICS:
             mine = per_function(records, key)
             row[key] = {"mean": float(np.mean(list(mine.values()))) if mine else float("nan"),
-                        "seeds": [float(np.mean(list(per_function([r], key).values()) or [np.nan])) for r in records],
-                        **{f"vs_{ref}": paired(mine, per_function(arms[ref], key))
-                           for ref, compared in REFERENCES.items() if ref in arms and ref != arm and arm in compared}}
+                        "seeds": [float(np.mean(list(per_function([r], key).values()) or [np.nan])) for r in records]}
+            for ref, compared in REFERENCES.items():
+                if ref in arms and ref != arm and arm in compared:
+                    a, b = shared_seeds(records, arms[ref])
+                    row[key][f"vs_{ref}"] = paired(per_function(a, key), per_function(b, key))
         out[arm] = row
     return out
 
@@ -104,7 +115,7 @@ def render(arms: dict[str, list[dict]], summary: dict) -> str:
     missing = [a for a in ORDER if a not in arms] + [f"{a} (seeds: {len(v)} of {seeds})" for a, v in arms.items()
                                                       if a != "base" and len(v) < seeds]
     lines += ["", f"Mean per held-out function ({len(functions)} functions); F: arm - FINAL, B: arm - base, paired by "
-              "function [95% bootstrap CI]; S: arm - SYM-INFO, for the arms whose critic reads the gold side. Per seed: "
+              "function over the seeds both trained [95% bootstrap CI]; S: arm - SYM-INFO, for the arms whose critic reads the gold side. Per seed: "
               + "; ".join(f"{a} informative " + ", ".join(f"{s:.2f}" for s in summary[a]['informative']['seeds'])
                           for a in arms if a != "base")]
     if missing:
