@@ -79,15 +79,14 @@ def summarize(arms: dict[str, list[dict]]) -> dict:
     """Per arm and metric: the mean over functions, per-seed means, and the paired differences to the references."""
     out: dict = {}
     for arm, records in arms.items():
+        pairs = {ref: shared_seeds(records, arms[ref]) for ref, compared in REFERENCES.items()
+                 if ref in arms and ref != arm and arm in compared}
         row = {}
         for key in METRICS:
             mine = per_function(records, key)
             row[key] = {"mean": float(np.mean(list(mine.values()))) if mine else float("nan"),
-                        "seeds": [float(np.mean(list(per_function([r], key).values()) or [np.nan])) for r in records]}
-            for ref, compared in REFERENCES.items():
-                if ref in arms and ref != arm and arm in compared:
-                    a, b = shared_seeds(records, arms[ref])
-                    row[key][f"vs_{ref}"] = paired(per_function(a, key), per_function(b, key))
+                        "seeds": [float(np.mean(list(per_function([r], key).values()) or [np.nan])) for r in records],
+                        **{f"vs_{ref}": paired(per_function(a, key), per_function(b, key)) for ref, (a, b) in pairs.items()}}
         out[arm] = row
     return out
 
