@@ -97,6 +97,28 @@ def test_the_number_kept_is_capped_in_a_seeded_order(runner, with_mutants):
     assert len(find_mutants(threshold_instance(), runner, cap=1)) == 1
 
 
+def test_a_looping_candidate_costs_one_timeout_not_one_per_context_example():
+    """Three candidates of a counting loop never end (`i += 1` dropped, negated, or made `+= 0`): each is
+    dropped at its first timeout, on the first context example, and never runs on the second."""
+    source = "def test_func(arg0):\n    i = 0\n    while i < arg0:\n        i += 1\n    return i\n"
+    inst = Instance.from_row(_row(source, [["(3,)", 3], ["(5,)", 5]], [["(0,)", 0], ["(2,)", 2]], "m/loop"), 0)
+    caller, timed_out = sandbox_caller(None), []
+
+    def counting(code: str, x: str, timeout_s: float):
+        result = caller(code, x, timeout_s)
+        if result.kind.cut_short:
+            timed_out.append((code, x))
+        return result
+
+    r = KillRunner(counting, timeout_s=0.3)
+    try:
+        kept = find_mutants(inst, r)
+    finally:
+        r.close()
+    assert len(timed_out) == 3 and {x for _, x in timed_out} == {"(3,)"}
+    assert len({code for code, _ in timed_out}) == 3 and not {code for code, _ in timed_out} & {m.code for m in kept}
+
+
 def _episode(inst: Instance, calls: list[str]) -> list[Observation]:
     caller = sandbox_caller(None)
     return [Observation(x, caller(inst.code, x, 2.0).output_repr, None) for x in ["(1,)", "(9,)", *calls]]

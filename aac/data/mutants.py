@@ -151,10 +151,12 @@ def find_mutants(instance: Instance, runner: KillRunner, *, seed: int = 0,
     context = [x for x, _ in instance.train_examples]
     tests = [x for x, _ in instance.test_examples]
     ref = runner.outcomes([(instance.code, x) for x in context + tests])
-    # the context first, in one batch: most candidates die there (and then need no test input)
-    got = runner.outcomes([(c.code, x) for c in order for x in context])
-    alive = [c for k, c in enumerate(order) if all(o is not None and (r is None or o == r) for o, r in
-                                                   zip(got[k * len(context): (k + 1) * len(context)], ref))]
+    # the context first, one example at a time for all candidates still alive: most die there, a
+    # looping one at its first timeout (BUILD_TIMEOUT_S), not at each example
+    alive = order
+    for x, r in zip(context, ref):
+        got = runner.outcomes([(c.code, x) for c in alive])
+        alive = [c for c, o in zip(alive, got) if o is not None and (r is None or o == r)]
     kept: list[Mutant] = []
     while alive and len(kept) < cap:  # then the tests, a batch of as many candidates as are still wanted
         chunk, alive = alive[: cap - len(kept)], alive[cap - len(kept):]
