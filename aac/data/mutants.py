@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -112,6 +112,22 @@ class KillRunner:
                 self._cache.popitem(last=False)
         return out
 
+    def outcomes_until(self, sources: Sequence[str], inputs: Sequence[str],
+                       stop: Callable[[int, Optional[str]], bool]) -> list[list[Optional[str]]]:
+        """Per source, the outcomes of `inputs` in order up to the first (k, outcome) that `stop` holds for,
+        included. Sources run `workers` at a time, each one's inputs one after another: its warm sandbox
+        worker serves them all, and an input after the stop costs nothing."""
+        def until(source: str) -> list[Optional[str]]:
+            got: list[Optional[str]] = []
+            for k, x in enumerate(inputs):
+                got.append(self.outcomes([(source, x)])[0])
+                if stop(k, got[-1]):
+                    break
+            return got
+
+        return list(self._executor.map(until, sources)) if self._executor is not None and len(sources) > 1 else \
+            [until(s) for s in sources]
+
     def kills(self, instance: Instance, inputs: Sequence[str], alive: Sequence[int]) -> list[set[int]]:
         """Per input, the mutants among `alive` (indices into `instance.mutants`) that it kills."""
         mutants = instance.mutants or ()
@@ -151,20 +167,21 @@ def find_mutants(instance: Instance, runner: KillRunner, *, seed: int = 0,
     context = [x for x, _ in instance.train_examples]
     tests = [x for x, _ in instance.test_examples]
     ref = runner.outcomes([(instance.code, x) for x in context + tests])
-    # the context first, one example at a time for all candidates still alive: most die there, a
-    # looping one at its first timeout (BUILD_TIMEOUT_S), not at each example
-    alive = order
-    for x, r in zip(context, ref):
-        got = runner.outcomes([(c.code, x) for c in alive])
-        alive = [c for c, o in zip(alive, got) if o is not None and (r is None or o == r)]
+    ref_tests = ref[len(context):]
+    # the context first: most candidates die there (and then need no test input), a looping one at
+    # its first timeout
+    def told_apart(k: int, o: Optional[str]) -> bool:  # or not ending on its own
+        return o is None or (ref[k] is not None and o != ref[k])
+
+    got = runner.outcomes_until([c.code for c in order], context, told_apart)
+    alive = [c for c, outs in zip(order, got) if not any(told_apart(k, o) for k, o in enumerate(outs))]
     kept: list[Mutant] = []
-    while alive and len(kept) < cap:  # then the tests, a batch of as many candidates as are still wanted
+    while alive and len(kept) < cap:  # then the tests, over as many candidates as are still wanted
         chunk, alive = alive[: cap - len(kept)], alive[cap - len(kept):]
-        got = runner.outcomes([(c.code, x) for c in chunk for x in tests])
-        for k, c in enumerate(chunk):
-            outs = got[k * len(tests): (k + 1) * len(tests)]
-            witness = next((x for x, o, r in zip(tests, outs, ref[len(context):]) if r is not None and o != r), None)
-            if None not in outs and witness is not None:
+        got = runner.outcomes_until([c.code for c in chunk], tests, lambda k, o: o is None)
+        for c, outs in zip(chunk, got):
+            witness = next((x for x, o, r in zip(tests, outs, ref_tests) if r is not None and o != r), None)
+            if len(outs) == len(tests) and None not in outs and witness is not None:
                 kept.append(Mutant(c.op, c.change, c.code, witness))
     return tuple(kept)
 
