@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-import aac.checkpoint as checkpoint
 import aac.run_dir as run_dir
 from aac.errors import UserError
-from aac.learner.batching import Sample
 from aac.metrics import truncate
 
 if TYPE_CHECKING:
     from aac.config import TrainConfig
     from aac.learner import LearnerLike
+    from aac.learner.batching import Sample
     from aac.training.pipeline import Ahead
 
 log = logging.getLogger("aac.train")
@@ -217,6 +216,8 @@ def resume(cfg: TrainConfig, point: Optional[ResumePoint], learner: LearnerLike,
             truncate(metrics, 0)
             log.info("resume: %s has no checkpoint yet; starting it again from step 0 with its config", point.run_dir)
         return 0, 0, None
+    import aac.checkpoint as checkpoint  # torch: not for a run that fails its settings (python -m aac.train)
+
     state = checkpoint.load(point.checkpoint, learner=learner)
     if state.get("config_hash") != checkpoint.config_hash(cfg):
         log.info("resume: settings changed since the checkpoint (only keys a resume may change: %s)",
