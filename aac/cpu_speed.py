@@ -11,15 +11,27 @@ from __future__ import annotations
 import os
 import time
 
+from aac.errors import UserError
+
 N = 1024
+# the speed as measured once by whoever starts many runs (the test suite): a run logs it instead of measuring (a
+# measurement is a process of its own that loads torch: ~2 s of CPU)
+GIVEN = "AAC_CPU_GFLOPS"
 
 
 def per_core_gflops(repeats: int = 10) -> float:
     """Best single-thread fp32 GFLOP/s of an N x N matmul over `repeats` runs, measured in a process of its own:
-    changing this process's torch thread count, even restored, changed a resumed run's update numerics."""
+    changing this process's torch thread count, even restored, changed a resumed run's update numerics. Where
+    $AAC_CPU_GFLOPS is set, that number."""
     import subprocess
     import sys
 
+    given = os.environ.get(GIVEN)
+    if given:
+        try:
+            return float(given)
+        except ValueError:
+            raise UserError(f"{GIVEN}={given!r} is not a number (GFLOP/s per core; unset it to measure)") from None
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:  # a number for the log only: a failed measurement must not stop a run
         out = subprocess.run([sys.executable, "-c", f"from aac.cpu_speed import measure; print(measure({int(repeats)}))"],

@@ -114,6 +114,10 @@ def pytest_collection_modifyitems(config, items):
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):  # its hook is known only with it (SkyRL's venv runs without)
         config.pluginmanager.register(_Scheduling(), "aac-scheduling")
+    # the machine's speed, measured once (before the workers start: they inherit it), not once per training run
+    from aac.cpu_speed import GIVEN, per_core_gflops
+
+    os.environ.setdefault(GIVEN, f"{per_core_gflops():.1f}")
 
 
 def pytest_collection_finish(session):

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from aac.config import ConfigError, compose
-from aac.cpu_speed import per_core_gflops
+from aac.cpu_speed import GIVEN, per_core_gflops
+from aac.errors import UserError
 from aac.metrics import read
 from aac.train import train
 from aac.training import Trainer
@@ -81,5 +82,16 @@ def test_budget_settings_out_of_range_are_one_line_errors(override):
         compose("+recipe=tiny", override)
 
 
-def test_machine_speed_is_a_plausible_number():
+def test_machine_speed_is_measured_unless_given(monkeypatch):
+    """Measured in a process of its own; the test session measures once and gives it to every run ($AAC_CPU_GFLOPS:
+    conftest), which then starts no measuring process; a given speed that is no number is a one-line error."""
+    import subprocess
+
+    monkeypatch.delenv(GIVEN, raising=False)
     assert 0.1 < per_core_gflops(repeats=2) < 10_000
+    monkeypatch.setenv(GIVEN, "123.4")
+    monkeypatch.setattr(subprocess, "run", None)  # no process started
+    assert per_core_gflops() == 123.4
+    monkeypatch.setenv(GIVEN, "fast")
+    with pytest.raises(UserError, match="AAC_CPU_GFLOPS='fast' is not a number"):
+        per_core_gflops()
