@@ -58,6 +58,8 @@ $(SKYRL_STAMP): pyproject.toml constraints-skyrl.txt
 	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)
 	$(SKYRL_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
 	$(SKYRL_VENV)/bin/python $(PIP_INSTALL) -c constraints-skyrl.txt torch==2.13.0 -e '.[dev,skyrl]'
+	# what its tests import, once: a stack that does not import fails here, and their bytecode is written now
+	$(SKYRL_VENV)/bin/python -c 'import aac.skyrl._skyrl, skyrl_gym'
 	touch $@
 
 install-skyrl: $(SKYRL_STAMP)
@@ -90,6 +92,8 @@ browser:
 # a failed one is retried where it is needed, and reported there
 test: browser
 	-$(MAKE) -j2 install install-skyrl
+	# the suite's engine libraries' bytecode, written on the core that make prepare's model conversion leaves idle
+	$(PY) -c 'import deepspeed, peft, ray, vllm' > /dev/null 2>&1 &
 	$(MAKE) prepare
 	{ $(MAKE) -s install-skyrl && $(SKYRL_VENV)/bin/python -m pytest $(SKYRL_TESTS); echo $$? > .skyrl.rc; } \
 	  > .skyrl.log 2>&1 & \
