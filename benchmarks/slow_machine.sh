@@ -15,7 +15,8 @@
 # best-of-N timing, as aac/cpu_speed.py's, reads a throttled machine as fast: one matmul fits in a period).
 # The default 0.58 CPUs (of a 2-core AVX-512 machine at 195-215 GFLOP/s per core) gave 27 GFLOP/s per core and a
 # demo step within the issue's ranges (benchmarks/RESULTS.md, "`make demo` on a slow machine"); the box is not always
-# that fast: calibrate first (on 2026-12-06, at 120-160 GFLOP/s, 0.58 gave 18 and --cpus 0.9 gave 29.6). Needs root.
+# that fast: calibrate first (on 2026-12-06, at 120-160 GFLOP/s, 0.58 gave 18 and --cpus 0.9 gave 29.6; hours later
+# 0.9 gave 21.6 and --cpus 1.2 gave 29.8-30.8). Needs root.
 set -euo pipefail
 CPUS=0.58
 CALIBRATE=0
