@@ -98,7 +98,7 @@ def test_the_number_kept_is_capped_in_a_seeded_order(runner, with_mutants):
 
 
 def test_a_looping_candidate_costs_one_timeout_not_one_per_context_example():
-    """Three candidates of a counting loop never end (`i += 1` dropped, negated, or made `+= 0`): each is
+    """Three candidates of a counting loop never end (`i += 1` dropped, made `i -= 1` or `i += 0`): each is
     dropped at its first timeout, on the first context example, and never runs on the second."""
     source = "def test_func(arg0):\n    i = 0\n    while i < arg0:\n        i += 1\n    return i\n"
     inst = Instance.from_row(_row(source, [["(3,)", 3], ["(5,)", 5]], [["(0,)", 0], ["(2,)", 2]], "m/loop"), 0)
