@@ -19,9 +19,10 @@ import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = (  # (pattern in the command line, kind): the first that matches
-    (r"pytest.*-n \d", "pytest controller"), (r"pytest", "pytest (worker, or SkyRL's run)"),
-    (r"^ray::IDLE", "Ray actor or worker"), (r"^ray::(\w+)", "Ray actor {0}"),
-    (r"raylet|gcs_server|log_monitor|dashboard|monitor\.py|runtime_env", "Ray's own processes"),
+    (r"exec\(eval\(sys\.stdin\.readline", "pytest-xdist worker"), (r"pytest.*-n \d", "pytest controller"),
+    (r"pytest", "pytest (SkyRL's run)"), (r"^ray::(?!IDLE)(\w+)", "Ray actor {0}"),
+    (r"^ray::IDLE|default_worker\.py", "Ray worker (no actor yet)"),
+    (r"raylet|gcs_server|log_monitor\.py|dashboard\.py|monitor\.py", "Ray's own processes"),
     (r"VLLM::|vllm", "vLLM"), (r"_worker\.py", "sandbox (zygote and children)"), (r"-m pip", "pip"),
     (r"-m (aac[\w.]*)", "python -m {0}"), (r"chrom", "chromium"))
 
@@ -42,13 +43,11 @@ def sample(seen: dict, base: dict, first: bool) -> None:
                 stat = f.read()
             fields = stat[stat.rindex(")") + 2:].split()
             key, cpu = (int(d), fields[19]), (int(fields[11]) + int(fields[12])) / TICK
-            if key not in seen or seen[key][0].startswith("ray::IDLE"):  # an actor names itself after it starts
-                with open(f"/proc/{d}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                seen.setdefault(key, [cmd, cpu])[0] = cmd or stat[stat.index("(") + 1: stat.rindex(")")]
-                if first:
-                    base[key] = cpu  # running before the command: only what it uses from now counts
-            seen[key][1] = cpu
+            with open(f"/proc/{d}/cmdline", "rb") as f:  # read again each time: Ray's and vLLM's name themselves
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            seen[key] = [cmd or stat[stat.index("(") + 1: stat.rindex(")")], cpu]
+            if first:
+                base[key] = cpu  # running before the command: only what it uses from now counts
         except (OSError, ValueError, IndexError):  # ended between the listing and the read
             pass
 
