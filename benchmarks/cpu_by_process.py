@@ -19,12 +19,13 @@ import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = (  # (pattern in the command line, kind): the first that matches
-    (r"exec\(eval\(sys\.stdin\.readline", "pytest-xdist worker"), (r"pytest.*-n \d", "pytest controller"),
-    (r"pytest", "pytest (SkyRL's run)"), (r"^ray::(?!IDLE)(\w+)", "Ray actor {0}"),
+    (r"exec\(eval\(sys\.stdin\.readline|^\[pytest-xdist", "pytest-xdist worker"),
+    (r"-m (aac[\w.]*)", "python -m {0}"), (r"-m pytest .*-n \d", "pytest controller"),
+    (r"-m pytest", "pytest (SkyRL's run)"), (r"^ray::(?!IDLE)(\w+)", "Ray actor {0}"),
     (r"^ray::IDLE|default_worker\.py", "Ray worker (no actor yet)"),
     (r"raylet|gcs_server|log_monitor\.py|dashboard\.py|monitor\.py", "Ray's own processes"),
     (r"VLLM::|vllm", "vLLM"), (r"_worker\.py", "sandbox (zygote and children)"), (r"-m pip", "pip"),
-    (r"-m (aac[\w.]*)", "python -m {0}"), (r"chrom", "chromium"))
+    (r"chrom", "chromium"))
 
 
 def kind(cmd: str) -> str:
