@@ -71,12 +71,12 @@ def main() -> int:
         time.sleep(a.every)
         sample(seen, base, first=False)
     wall = time.monotonic() - start
+    used = {key: (cmd, cpu - base.get(key, 0.0)) for key, (cmd, cpu) in seen.items()}
     by_kind: dict[str, list] = {}
-    for key, (cmd, cpu) in seen.items():
-        used = cpu - base.get(key, 0.0)
-        if used > 0:
+    for cmd, cpu in used.values():
+        if cpu > 0:
             total = by_kind.setdefault(kind(cmd), [0.0, 0])
-            total[0] += used
+            total[0] += cpu
             total[1] += 1
     caught = sum(c for c, _ in by_kind.values())
     print(f"\n{' '.join(command)}: exit {proc.returncode}, {wall:.0f} s wall x {os.cpu_count()} cores = "
@@ -87,7 +87,7 @@ def main() -> int:
             print(f"| {name} | {cpu:.0f} | {cpu / caught:.0%} | {n} |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump([[pid, cmd[:300], cpu - base.get((pid, t), 0.0)] for (pid, t), (cmd, cpu) in seen.items()], f)
+            json.dump([[pid, cmd[:300], cpu] for (pid, _), (cmd, cpu) in used.items()], f)
     return proc.returncode
 
 

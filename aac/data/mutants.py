@@ -83,6 +83,11 @@ class KillRunner:
         if self._executor is not None:
             self._executor.shutdown()
 
+    def _map(self, fn: Callable, items: Sequence) -> list:
+        """`fn` of each item, in order: `workers` at a time, or here when there is one worker or one item."""
+        return list(self._executor.map(fn, items)) if self._executor is not None and len(items) > 1 else \
+            [fn(item) for item in items]
+
     def outcomes(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
         """The outcome of each (source, input) pair, in order."""
         keys = [(_digest(source), text) for source, text in pairs]
@@ -94,8 +99,7 @@ class KillRunner:
             source, text = job[1]
             return outcome(self.caller(source, text, self.timeout_s))
 
-        done = list(self._executor.map(run, jobs)) if self._executor is not None and len(jobs) > 1 else \
-            [run(j) for j in jobs]
+        done = self._map(run, jobs)
         with self._lock:
             self.calls += len(jobs)
             fresh = {k: o for (k, _), o in zip(jobs, done)}
@@ -125,8 +129,7 @@ class KillRunner:
                     break
             return got
 
-        return list(self._executor.map(until, sources)) if self._executor is not None and len(sources) > 1 else \
-            [until(s) for s in sources]
+        return self._map(until, sources)
 
     def kills(self, instance: Instance, inputs: Sequence[str], alive: Sequence[int]) -> list[set[int]]:
         """Per input, the mutants among `alive` (indices into `instance.mutants`) that it kills."""
@@ -181,7 +184,7 @@ def find_mutants(instance: Instance, runner: KillRunner, *, seed: int = 0,
         got = runner.outcomes_until([c.code for c in chunk], tests, lambda k, o: o is None)
         for c, outs in zip(chunk, got):
             witness = next((x for x, o, r in zip(tests, outs, ref_tests) if r is not None and o != r), None)
-            if len(outs) == len(tests) and None not in outs and witness is not None:
+            if None not in outs and witness is not None:  # ran every test: only a timeout stops it early
                 kept.append(Mutant(c.op, c.change, c.code, witness))
     return tuple(kept)
 
